@@ -1,0 +1,64 @@
+"""The `rlvr-world` command: list the registry, fetch or generate data."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+#: `rlvr-world data NAME ...` -> the module exposing add_data_arguments / run_data_command
+DATA_COMMANDS = {
+    "bytesized32": "rlvr_envs.data.bytesized32",
+    "wma": "rlvr_envs.data.wma",
+    "pusht": "rlvr_envs.data.pusht",
+    "rt1": "rlvr_envs.data.rt1",
+}
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from rlvr_envs.registration import ENVS, markdown_table
+
+    if args.markdown:
+        print(markdown_table())
+        return 0
+    rows = [("id", "modality", "reward", "available here")]
+    for entry in ENVS:
+        ok, hint = entry.availability(data_dir=args.data_dir)
+        rows.append((entry.id, entry.modality, entry.reward, "yes" if ok else f"no: {hint}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlvr-world", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    listing = sub.add_parser("list", help="the registered env ids and whether their data is here")
+    listing.add_argument("--markdown", action="store_true", help="print README's env table")
+    listing.add_argument("--data-dir", default=None, help="data root to check (default $RLVR_WORLD_DATA)")
+    listing.set_defaults(func=cmd_list)
+
+    data = sub.add_parser("data", help="download or generate a dataset")
+    datasets = data.add_subparsers(dest="dataset", required=True)
+    for name, module in DATA_COMMANDS.items():
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        if not hasattr(mod, "run_data_command"):
+            continue
+        sub_parser = datasets.add_parser(name, help=(mod.__doc__ or "").strip().splitlines()[0])
+        mod.add_data_arguments(sub_parser)
+        sub_parser.set_defaults(func=mod.run_data_command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

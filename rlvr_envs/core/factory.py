@@ -1,0 +1,59 @@
+"""Build tasks and envs from a registry entry: the `entry_point`s that `gym.make` calls."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+from typing import Any
+
+from rlvr_envs.core.task import Task
+
+
+def _import(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def build_task(task: str | type[Task], **kwargs: Any) -> Task:
+    """Instantiate `task` ("module:Class" or the class) from its `Config` dataclass.
+
+    Unknown keyword arguments fail here, naming the allowed ones, so a typo in
+    `gym.make(..., data_dri=...)` is caught at once instead of being silently ignored.
+    """
+    cls = _import(task) if isinstance(task, str) else task
+    config_cls = cls.Config
+    allowed = [f.name for f in dataclasses.fields(config_cls)]
+    unknown = sorted(set(kwargs) - set(allowed))
+    if unknown:
+        raise TypeError(f"{cls.__name__} got unknown argument(s) {unknown}; allowed: {allowed} (and mode, render_mode)")
+    config = config_cls(**kwargs)
+    config.validate()
+    try:
+        hash(config)
+    except TypeError:  # holds an unhashable object (e.g. a tokenizer instance): no caching
+        return cls(config)
+    return _cached_task(cls, config)
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_task(cls: type[Task], config: Any) -> Task:
+    # Tasks are immutable after construction, so the G copies of a GRPO group (or a
+    # SyncVectorEnv's sub-envs) can share one tokenized dataset.
+    return cls(config)
+
+
+def make_env(task: str | type[Task], mode: str = "sequence", render_mode: str | None = None, **kwargs: Any):
+    """`gym.make` entry point: one `NextStatePredictionEnv` over a freshly built task."""
+    from rlvr_envs.core.env import NextStatePredictionEnv
+
+    return NextStatePredictionEnv(build_task(task, **kwargs), mode=mode, render_mode=render_mode)
+
+
+def make_vector_env(task: str | type[Task], num_envs: int = 1, mode: str = "sequence",
+                    render_mode: str | None = None, **kwargs: Any):
+    """`gym.make_vec` entry point: the natively batched vector env over one shared task."""
+    from rlvr_envs.core.vector import BatchedNextStatePredictionVectorEnv
+
+    return BatchedNextStatePredictionVectorEnv(build_task(task, **kwargs), num_envs=num_envs, mode=mode,
+                                               render_mode=render_mode)

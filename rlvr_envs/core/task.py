@@ -1,0 +1,194 @@
+"""Task = dataset of transitions + codec + batched verifier (DESIGN.md §3).
+
+Every environment, vector env, TRL reward function and benchmark talks to a `Task`; a new
+dataset family only has to implement this protocol. Text families subclass `TextTask`,
+which supplies the token codec from any Hugging Face tokenizer.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rlvr_envs.core.types import RewardResult, Transition
+
+
+class Task(abc.ABC):
+    """A verifiable next-state prediction task over token sequences.
+
+    Subclasses set the class attributes and implement the abstract methods. The contract,
+    tested for every registered id by `rlvr_envs.core.checker.check_llm_env`:
+      * the gold response (`target_ids`) gets `max_reward(index)`;
+      * `verify` never raises on model output: an undecodable response gets `min_reward`
+        and an error string;
+      * `verify` is deterministic for a fixed response.
+    """
+
+    #: short family name shown by `rlvr-world list`
+    name: str = "task"
+    #: "text", "web" or "video"
+    modality: str = "text"
+    #: one line saying what the reward measures
+    reward_description: str = ""
+    #: the documented minimum reward (what malformed output gets)
+    min_reward: float = 0.0
+
+    vocab_size: int
+    eos_token_id: int
+    pad_token_id: int
+    max_prompt_len: int
+    max_response_len: int
+
+    @abc.abstractmethod
+    def __len__(self) -> int: ...
+
+    @abc.abstractmethod
+    def transition(self, index: int) -> Transition: ...
+
+    @abc.abstractmethod
+    def prompt_ids(self, index: int) -> np.ndarray:
+        """q(s, a): the prompt tokens (1-D int64, at most `max_prompt_len`)."""
+
+    @abc.abstractmethod
+    def target_ids(self, index: int) -> np.ndarray:
+        """o(s'): the gold response tokens, without the trailing EOS."""
+
+    @abc.abstractmethod
+    def decode(self, index: int, response_ids: Sequence[int]) -> tuple[Any, str | None]:
+        """Decode a response into a predicted next state: (prediction, None) or (None, reason)."""
+
+    @abc.abstractmethod
+    def verify(self, indices: Sequence[int], responses: Sequence[Sequence[int]]) -> list[RewardResult]:
+        """Score a batch of responses (one per index) in one call."""
+
+    def max_reward(self, index: int) -> float:
+        """The reward of a perfect prediction for this transition."""
+        return 1.0
+
+    def is_complete(self, index: int, response_ids: Sequence[int]) -> bool:
+        """True when the response structure is complete (token mode ends the episode)."""
+        return False
+
+    def forced_tokens(self, index: int, response_ids: Sequence[int]) -> Sequence[int]:
+        """Tokens the env appends after the agent's latest token (e.g. given action tokens
+        between predicted video frames). Empty for tasks where the agent writes everything."""
+        return ()
+
+    def render_text(self, index: int, response_ids: Sequence[int] | None = None) -> str:
+        """Human-readable view of a transition and (optionally) a response."""
+        return f"{self.name}[{index}] {self.transition(index).uid}"
+
+
+class TextTask(Task):
+    """A task whose prompt and answer are text, tokenized by the world model's tokenizer.
+
+    Subclasses provide `prompt_text`, `target_text` and `score_text`; this class caches the
+    token codec, applies the length limits and turns any exception raised while scoring
+    model output into the minimum reward (so training never crashes on a bad sample).
+
+    Arguments:
+        transitions: the dataset.
+        tokenizer: a `transformers` tokenizer (or a name/path for `AutoTokenizer`).
+        max_prompt_tokens: drop transitions whose prompt is longer (None: keep all and use
+            the longest prompt as the observation width).
+        max_response_tokens: the response budget (None: longest gold answer plus 25%).
+    """
+
+    def __init__(
+        self,
+        transitions: Sequence[Transition],
+        tokenizer: Any,
+        max_prompt_tokens: int | None = None,
+        max_response_tokens: int | None = None,
+    ):
+        from rlvr_envs.tokenizers import load_tokenizer
+
+        self.tokenizer = load_tokenizer(tokenizer)
+        if self.tokenizer.eos_token_id is None:
+            raise ValueError(f"tokenizer {tokenizer!r} has no EOS token; the env needs one to end a response")
+        self.eos_token_id = int(self.tokenizer.eos_token_id)
+        pad = self.tokenizer.pad_token_id
+        self.pad_token_id = int(pad) if pad is not None else self.eos_token_id
+        self.vocab_size = len(self.tokenizer)
+
+        prompts = self.tokenizer([self.prompt_text(t) for t in transitions], add_special_tokens=False)["input_ids"]
+        targets = self.tokenizer([self.target_text(t) for t in transitions], add_special_tokens=False)["input_ids"]
+        keep = [
+            i for i, p in enumerate(prompts) if max_prompt_tokens is None or len(p) <= max_prompt_tokens
+        ]
+        self.n_filtered = len(transitions) - len(keep)
+        if not keep:
+            raise ValueError(
+                f"no transition has a prompt of at most max_prompt_tokens={max_prompt_tokens} tokens "
+                f"(shortest: {min(map(len, prompts)) if prompts else 'n/a'})"
+            )
+        self._transitions = [transitions[i] for i in keep]
+        self._prompt_ids = [np.asarray(prompts[i], dtype=np.int64) for i in keep]
+        self._target_ids = [np.asarray(targets[i], dtype=np.int64) for i in keep]
+        self.max_prompt_len = max_prompt_tokens or max(len(p) for p in self._prompt_ids)
+        longest_target = max(len(t) for t in self._target_ids)
+        if max_response_tokens is None:
+            max_response_tokens = longest_target + max(16, longest_target // 4)
+        if max_response_tokens < longest_target:
+            raise ValueError(
+                f"max_response_tokens={max_response_tokens} is shorter than the longest gold answer "
+                f"({longest_target} tokens); the gold response would not fit"
+            )
+        self.max_response_len = int(max_response_tokens)
+
+    # -- what subclasses write ---------------------------------------------------------
+    @abc.abstractmethod
+    def prompt_text(self, transition: Transition) -> str: ...
+
+    @abc.abstractmethod
+    def target_text(self, transition: Transition) -> str: ...
+
+    @abc.abstractmethod
+    def score_text(self, index: int, text: str) -> RewardResult:
+        """Score decoded response text; may raise on malformed text (caught by `verify`)."""
+
+    # -- the Task protocol -------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._transitions)
+
+    def transition(self, index: int) -> Transition:
+        return self._transitions[index]
+
+    def prompt_ids(self, index: int) -> np.ndarray:
+        return self._prompt_ids[index]
+
+    def target_ids(self, index: int) -> np.ndarray:
+        return self._target_ids[index]
+
+    def response_text(self, response_ids: Sequence[int]) -> str:
+        ids = [int(t) for t in response_ids]
+        bad = [t for t in ids if not 0 <= t < self.vocab_size]
+        if bad:
+            raise ValueError(f"token id {bad[0]} outside the vocabulary [0, {self.vocab_size})")
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def decode(self, index: int, response_ids: Sequence[int]) -> tuple[Any, str | None]:
+        result = self.verify([index], [response_ids])[0]
+        return (result.prediction, None) if result.parsed else (None, result.error)
+
+    def verify(self, indices: Sequence[int], responses: Sequence[Sequence[int]]) -> list[RewardResult]:
+        if len(indices) != len(responses):
+            raise ValueError(f"verify got {len(indices)} indices but {len(responses)} responses")
+        results = []
+        for index, response in zip(indices, responses):
+            try:
+                result = self.score_text(int(index), self.response_text(response))
+            except Exception as exc:  # model output must never crash training
+                result = RewardResult.failure(self.min_reward, f"{type(exc).__name__}: {exc}")
+            results.append(result)
+        return results
+
+    def render_text(self, index: int, response_ids: Sequence[int] | None = None) -> str:
+        lines = ["=== prompt ===", self.prompt_text(self.transition(index)), "=== gold ===",
+                 self.target_text(self.transition(index))]
+        if response_ids is not None:
+            lines += ["=== response ===", self.tokenizer.decode([int(t) for t in response_ids])]
+        return "\n".join(lines)

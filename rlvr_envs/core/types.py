@@ -1,0 +1,44 @@
+"""The records every task, env and trainer exchange (DESIGN.md §3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One (s, a, s') record plus metadata.
+
+    `state`, `action` and `next_state` keep the dataset's own structures (a ByteSized32
+    state dict, an accessibility tree string, frame arrays, ...); tasks know how to read them.
+    `changed` is True when s' differs from s (None when the dataset cannot tell).
+    """
+
+    uid: str
+    state: Any
+    action: Any
+    next_state: Any
+    split: str = "test"
+    changed: bool | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class RewardResult:
+    """The verified score of one response.
+
+    `metrics` holds every component of the reward (for logging); `parsed` is False and
+    `error` says why when the response could not be decoded, in which case `reward` is
+    the task's documented minimum.
+    """
+
+    reward: float
+    metrics: dict[str, float] = field(default_factory=dict)
+    parsed: bool = True
+    error: str | None = None
+    prediction: Any = None
+
+    @classmethod
+    def failure(cls, min_reward: float, error: str, metrics: dict[str, float] | None = None) -> "RewardResult":
+        return cls(reward=float(min_reward), metrics=dict(metrics or {}), parsed=False, error=error)

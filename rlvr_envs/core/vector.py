@@ -1,0 +1,140 @@
+"""A natively batched vector env: one task, N episodes, one `verify` call per step.
+
+Per-env verification wastes the hardware (one LPIPS forward per frame instead of one for
+the batch), so `gym.make_vec(id, num_envs=N)` builds this class through the registry's
+`vector_entry_point`. It is also the GRPO group: `reset(options={"index": i})` puts all N
+copies on transition i.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
+
+from rlvr_envs.core.env import MODES, action_space, observation_space, padded, response_from_action, result_info
+from rlvr_envs.core.task import Task
+
+
+class BatchedNextStatePredictionVectorEnv(VectorEnv):
+    """N `NextStatePredictionEnv` episodes over one shared task, verified as a batch.
+
+    Same spaces, rewards and `info` keys as the single env (batched the gymnasium way:
+    arrays plus `_key` masks). Autoreset is `SAME_STEP`: a step that ends an episode returns
+    its reward, puts the finished episode's observation and info in
+    `info["final_obs"]` / `info["final_info"]`, and the returned observation already
+    belongs to the next episode (a random transition from `np_random`).
+
+    `reset(options={"index": i})` resets every env onto transition i (a GRPO group);
+    `options={"index": array_of_N}` gives each env its own transition.
+    """
+
+    metadata = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.SAME_STEP}
+
+    def __init__(self, task: Task, num_envs: int = 1, mode: str = "sequence", render_mode: str | None = None):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be at least 1, got {num_envs}")
+        self.task = task
+        self.mode = mode
+        self.num_envs = int(num_envs)
+        self.render_mode = render_mode
+        self.single_observation_space = observation_space(task)
+        self.single_action_space = action_space(task, mode)
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self._indices = np.zeros(self.num_envs, dtype=np.int64)
+        self._responses: list[list[int]] = [[] for _ in range(self.num_envs)]
+
+    # -- helpers -----------------------------------------------------------------------
+    def _single_obs(self, i: int) -> dict[str, np.ndarray]:
+        task, response = self.task, self._responses[i]
+        prompt = task.prompt_ids(int(self._indices[i]))
+        clipped = np.clip(np.asarray(response, dtype=np.int64), 0, task.vocab_size - 1)
+        return {
+            "prompt": padded(prompt, task.max_prompt_len, task.pad_token_id),
+            "prompt_len": np.array([len(prompt)], dtype=np.int64),
+            "response": padded(clipped, task.max_response_len, task.pad_token_id),
+            "response_len": np.array([min(len(response), task.max_response_len)], dtype=np.int64),
+        }
+
+    def _batch_obs(self) -> dict[str, np.ndarray]:
+        out = create_empty_array(self.single_observation_space, self.num_envs)
+        return concatenate(self.single_observation_space, [self._single_obs(i) for i in range(self.num_envs)], out)
+
+    def _start(self, envs: np.ndarray, indices: np.ndarray) -> None:
+        for i, index in zip(envs, indices):
+            if not 0 <= int(index) < len(self.task):
+                raise IndexError(f"index {int(index)} outside the task's {len(self.task)} transitions")
+            self._indices[i] = int(index)
+            self._responses[i] = [int(t) for t in self.task.forced_tokens(int(index), [])]
+
+    def _reset_info(self, infos: dict[str, Any], i: int) -> dict[str, Any]:
+        index = int(self._indices[i])
+        return self._add_info(infos, {"index": index, "transition_id": self.task.transition(index).uid}, i)
+
+    # -- gymnasium API -----------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        index = (options or {}).get("index")
+        if index is None:
+            indices = self.np_random.integers(len(self.task), size=self.num_envs)
+        elif np.ndim(index) == 0:
+            indices = np.full(self.num_envs, int(index))
+        else:
+            indices = np.asarray(index, dtype=np.int64).reshape(-1)
+            if indices.shape != (self.num_envs,):
+                raise ValueError(f"options['index'] must be an int or {self.num_envs} ints, got shape {indices.shape}")
+        self._start(np.arange(self.num_envs), indices)
+        infos: dict[str, Any] = {}
+        for i in range(self.num_envs):
+            infos = self._reset_info(infos, i)
+        return self._batch_obs(), infos
+
+    def step(self, actions):
+        task = self.task
+        done = np.zeros(self.num_envs, dtype=bool)
+        if self.mode == "sequence":
+            if len(actions) != self.num_envs:
+                raise ValueError(f"expected {self.num_envs} actions, got {len(actions)}")
+            self._responses = [response_from_action(task, a) for a in actions]
+            done[:] = True
+        else:
+            tokens = np.asarray(actions).reshape(-1)
+            if tokens.shape != (self.num_envs,):
+                raise ValueError(f"expected {self.num_envs} tokens, got shape {tokens.shape}")
+            for i, token in enumerate(tokens.tolist()):
+                if token == task.eos_token_id:
+                    done[i] = True
+                    continue
+                response = self._responses[i]
+                response.append(int(token))
+                response.extend(int(t) for t in task.forced_tokens(int(self._indices[i]), response))
+                if len(response) >= task.max_response_len or task.is_complete(int(self._indices[i]), response):
+                    del response[task.max_response_len:]
+                    done[i] = True
+
+        rewards = np.zeros(self.num_envs, dtype=np.float64)
+        infos: dict[str, Any] = {}
+        finished = np.flatnonzero(done)
+        if finished.size:
+            results = task.verify(self._indices[finished].tolist(), [self._responses[i] for i in finished])
+            new_indices = self.np_random.integers(len(task), size=finished.size)
+            for i, result in zip(finished, results):
+                rewards[i] = result.reward
+                final_info = result_info(task, int(self._indices[i]), result, self._responses[i])
+                infos = self._add_info(infos, {"final_obs": self._single_obs(i), "final_info": final_info}, i)
+            self._start(finished, new_indices)
+            for i in finished:
+                infos = self._reset_info(infos, i)
+        return self._batch_obs(), rewards, done.copy(), np.zeros(self.num_envs, dtype=bool), infos
+
+    def render(self):
+        if self.render_mode == "ansi":
+            return "\n\n".join(
+                self.task.render_text(int(self._indices[i]), self._responses[i]) for i in range(self.num_envs)
+            )
+        return None

@@ -1,0 +1,174 @@
+"""Text-game state prediction: ByteSized32 (`RLVRWorld/TextGame-v0`, `-TaskReward-v0`).
+
+The world model reads the game's rules, the current state (objects as JSON), the UUID base
+for new objects and the action, and answers with the state difference. Any source of rows
+in the ByteSized32 JSONL schema can use `TextGameTask` (MiniTextWorld does).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rlvr_envs.core.task import TextTask
+from rlvr_envs.core.types import RewardResult, Transition
+from rlvr_envs.data import bytesized32
+from rlvr_envs.verifiers import text_state
+from rlvr_envs.verifiers.text_state import SCORE_FIELDS
+
+REWARDS = ("binary", "task")
+
+PROMPT = """You are simulating a text game. Predict how the game state changes after the action.
+Task: {task}
+Object rules:
+{object_rules}
+Action rules:
+{action_rules}
+Score rules:
+{score_rules}
+Current state:
+{objects}
+Current score: {score}
+UUID base: {uuid_base} (a new object gets the next free uuid from here)
+Action: {action}
+Answer with one JSON object: {{"modified": [every object that changes or is created, in full], "removed": [uuids of objects that disappear], "score": {{"score": ..., "gameOver": ..., "gameWon": ...}}}}.
+"""
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def row_to_transition(row: Mapping[str, Any], split: str, rules: Mapping[str, str]) -> Transition:
+    """A ByteSized32 row as a Transition; the simulated action is `tick_state.lastAction`."""
+    current, tick = row["current_state"], row["tick_state"]
+    current_score = {k: row["current_score_state"].get(k) for k in SCORE_FIELDS}
+    next_score = {k: row["next_score_state"].get(k) for k in SCORE_FIELDS}
+    before = text_state.objects_by_uuid(current["objects"])
+    after = text_state.objects_by_uuid(tick["objects"])
+    current_flat = text_state.flatten_state(before, current_score)
+    gold_flat = text_state.flatten_state(after, next_score)
+    changed = bool(text_state.changed_fields(current_flat, gold_flat))
+    return Transition(
+        uid=f"{row['game']}/{row['state_id']}",
+        state={"objects": current["objects"], "score": current_score, "max_UUID": current["max_UUID"],
+               "task": current.get("taskDesc", "")},
+        action=tick.get("lastAction", ""),
+        next_state={"objects": tick["objects"], "score": next_score},
+        split=split,
+        changed=changed,
+        meta={"game": row["game"], "state_id": row["state_id"], "rules": rules,
+              "diff": text_state.state_difference(current["objects"], tick["objects"], next_score),
+              "current_flat": current_flat, "gold_flat": gold_flat},
+    )
+
+
+class TextGameTask(TextTask):
+    """State-difference prediction over rows in the ByteSized32 schema.
+
+    Rewards (`reward=`): "binary" = 1 iff the rebuilt next state matches on every object
+    field (`contains` order-free) and score field, else 0; "task" = 0.1·acc_all +
+    1.0·acc_changed + 0.2·exact (acc_changed dropped when nothing changes, so the maximum is
+    1.3 for changing transitions and 0.3 otherwise). Unparsable answers score 0.
+    """
+
+    modality = "text"
+    min_reward = 0.0
+
+    def __init__(self, rows: Sequence[Mapping[str, Any]], rules: Mapping[str, Mapping[str, str]], split: str,
+                 reward: str, tokenizer: Any, max_prompt_tokens: int | None, max_response_tokens: int | None):
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
+        self.reward = reward
+        self.reward_description = (
+            "1 iff the rebuilt next state matches exactly" if reward == "binary"
+            else "0.1*acc_all + 1.0*acc_changed + 0.2*exact")
+        missing = sorted({row["game"] for row in rows} - set(rules))
+        if missing:
+            raise ValueError(f"no rules for game(s) {missing}; rules cover {sorted(rules)}")
+        transitions = [row_to_transition(row, split, rules[row["game"]]) for row in rows]
+        super().__init__(transitions, tokenizer, max_prompt_tokens, max_response_tokens)
+
+    def prompt_text(self, transition: Transition) -> str:
+        state, rules = transition.state, transition.meta["rules"]
+        return PROMPT.format(
+            task=state["task"], object_rules=rules["object"].strip(), action_rules=rules["action"].strip(),
+            score_rules=rules["score"].strip(), objects=_dumps(state["objects"]), score=_dumps(state["score"]),
+            uuid_base=state["max_UUID"], action=transition.action)
+
+    def target_text(self, transition: Transition) -> str:
+        return _dumps(transition.meta["diff"])
+
+    def max_reward(self, index: int) -> float:
+        if self.reward == "binary":
+            return 1.0
+        return text_state.max_task_reward(bool(self.transition(index).changed))
+
+    def score_text(self, index: int, text: str) -> RewardResult:
+        transition = self.transition(index)
+        try:
+            diff = text_state.parse_json_object(text)
+            current = text_state.objects_by_uuid(transition.state["objects"])
+            objects, score = text_state.apply_difference(current, transition.state["score"], diff)
+            predicted_flat = text_state.flatten_state(objects, score)
+        except text_state.AnswerError as exc:
+            return RewardResult.failure(self.min_reward, str(exc))
+        metrics = text_state.score_prediction(transition.meta["current_flat"], transition.meta["gold_flat"],
+                                              predicted_flat)
+        reward = metrics["exact"] if self.reward == "binary" else metrics["task_reward"]
+        return RewardResult(reward=reward, metrics=metrics, parsed=True,
+                            prediction={"objects": list(objects.values()), "score": score})
+
+
+@dataclass(frozen=True)
+class ByteSized32Config:
+    """Arguments of `RLVRWorld/TextGame-v0` (pass them to `gym.make`)."""
+
+    data_dir: str | None = None  #: data root; default $RLVR_WORLD_DATA or ~/.cache/rlvr_world
+    split: str = "test"  #: file stem under <data_dir>/bytesized32/ (test, train, ...)
+    reward: str = "binary"  #: "binary" or "task"
+    tokenizer: Any = None  #: the world model's tokenizer (HF name/path/object); default embedded
+    games: tuple[str, ...] | None = None  #: keep only these games
+    limit: int | None = None  #: keep the first N transitions
+    max_prompt_tokens: int | None = None  #: drop longer prompts
+    max_response_tokens: int | None = None  #: response budget (default: longest gold + 25%)
+
+    def __post_init__(self):
+        if self.games is not None and not isinstance(self.games, tuple):
+            object.__setattr__(self, "games", tuple([self.games] if isinstance(self.games, str) else self.games))
+
+    def validate(self) -> None:
+        if self.reward not in REWARDS:
+            raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
+        if self.limit is not None and self.limit < 1:
+            raise ValueError(f"limit must be positive, got {self.limit}")
+
+
+class ByteSized32Task(TextGameTask):
+    """ByteSized32-State-Prediction (Wang et al., 2024) from the public files."""
+
+    name = "bytesized32"
+    Config = ByteSized32Config
+
+    def __init__(self, config: ByteSized32Config):
+        rows = bytesized32.load_rows(bytesized32.split_file(config.data_dir, config.split))
+        if config.games is not None:
+            unknown = sorted(set(config.games) - {row["game"] for row in rows})
+            if unknown:
+                raise ValueError(f"games {unknown} not in split {config.split!r}")
+            rows = [row for row in rows if row["game"] in config.games]
+        if config.limit is not None:
+            rows = rows[: config.limit]
+        super().__init__(rows, bytesized32.load_rules(config.data_dir), config.split, config.reward,
+                         config.tokenizer, config.max_prompt_tokens, config.max_response_tokens)
+
+    @staticmethod
+    def availability(data_dir: str | None = None) -> tuple[bool, str]:
+        try:
+            bytesized32.split_file(data_dir, "test")
+            bytesized32.load_rules(data_dir)
+        except (FileNotFoundError, ValueError) as exc:
+            return False, f"run `rlvr-world data bytesized32` ({str(exc).split('.')[0]})"
+        return True, "data found"

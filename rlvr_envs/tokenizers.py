@@ -1,0 +1,40 @@
+"""Tokenizers of the world models: any Hugging Face tokenizer, or the embedded one we ship.
+
+The embedded tokenizer (`rlvr_envs/assets/tokenizers/minitextworld/`) is a small byte-level
+BPE trained with the `tokenizers` library on generated MiniTextWorld text
+(`python -m trainers.tokenizer`), so the language envs run with no download.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+EMBEDDED_DIR = Path(__file__).parent / "assets" / "tokenizers"
+EMBEDDED = {"minitextworld": EMBEDDED_DIR / "minitextworld"}
+DEFAULT_TOKENIZER = "minitextworld"
+
+
+def load_tokenizer(spec: Any = None):
+    """A tokenizer from `spec`: None (the embedded default), an embedded name, a local
+    path or hub name for `AutoTokenizer`, or an already-built tokenizer object."""
+    if spec is None:
+        spec = DEFAULT_TOKENIZER
+    if not isinstance(spec, (str, Path)):
+        return spec
+    from transformers import AutoTokenizer
+
+    if str(spec) in EMBEDDED:
+        path = EMBEDDED[str(spec)]
+        if not (path / "tokenizer.json").exists():
+            raise FileNotFoundError(
+                f"the embedded tokenizer {spec!r} is missing at {path}; rebuild it with `python -m trainers.tokenizer`"
+            )
+        return AutoTokenizer.from_pretrained(str(path))
+    try:
+        return AutoTokenizer.from_pretrained(str(spec))
+    except OSError as exc:
+        raise OSError(
+            f"could not load tokenizer {str(spec)!r}: pass a local directory, a hub name that is cached "
+            f"(HF_HUB_OFFLINE=1 forbids downloads), or one of the embedded tokenizers {sorted(EMBEDDED)}"
+        ) from exc
