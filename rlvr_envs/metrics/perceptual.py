@@ -1,0 +1,179 @@
+"""LPIPS (Zhang et al., 2018) through the `lpips` package, batched, with an explicit backbone.
+
+LPIPS = a frozen ImageNet classifier trunk (VGG16 or AlexNet from torchvision) plus
+learned linear heads. The heads ship inside the `lpips` wheel; the trunk weights are
+torchvision's ImageNet checkpoints, fetched from download.pytorch.org into the torch hub
+cache (`$TORCH_HOME/hub/checkpoints`, default `~/.cache/torch/hub/checkpoints`). The
+reference RLVR-World code scores with the VGG trunk, so VGG is the default; AlexNet (the
+`lpips` package's own default) is available as `net="alex"`.
+
+Where the trunk weights are missing and cannot be downloaded, `load_lpips` raises
+`LPIPSWeightsUnavailable` saying which file to put where. Tests and offline smoke runs may
+opt into a *seeded random trunk* (`random_backbone_seed=0`): the same code path and cost,
+but values that are not comparable to published LPIPS numbers. Every model carries a
+`backbone` label ("pretrained" or "random(seed=N)") and every result built from it
+records that label, so a number can never silently come from the wrong trunk.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from rlvr_envs.metrics.image import FrameArray, as_unit_frames
+
+LPIPS_NETS = ("vgg", "alex")
+DEFAULT_LPIPS_NET = "vgg"
+PRETRAINED = "pretrained"
+
+
+class LPIPSWeightsUnavailable(RuntimeError):
+    """The ImageNet trunk weights LPIPS needs are neither cached nor downloadable."""
+
+
+def _trunk_weights(net: str):
+    from torchvision import models
+
+    return {"vgg": models.VGG16_Weights.IMAGENET1K_V1, "alex": models.AlexNet_Weights.IMAGENET1K_V1}[net]
+
+
+def trunk_checkpoint_path(net: str) -> Path:
+    """Where torchvision looks for (and downloads) the ImageNet trunk of `net`."""
+    url = _trunk_weights(net).url
+    return Path(torch.hub.get_dir()) / "checkpoints" / url.rsplit("/", 1)[-1]
+
+
+def backbone_label(random_backbone_seed: int | None) -> str:
+    """"pretrained" or "random(seed=N)": the tag every LPIPS result carries."""
+    return PRETRAINED if random_backbone_seed is None else f"random(seed={random_backbone_seed})"
+
+
+@dataclass(frozen=True)
+class LPIPSConfig:
+    """Which LPIPS to build.
+
+    Args:
+        net: "vgg" (reference code, default) or "alex".
+        device: where the model runs; inputs are moved there.
+        random_backbone_seed: None for the real ImageNet trunk; an int to opt into a
+            randomly initialised trunk drawn from that torch seed (tests, offline runs).
+        allow_download: try torchvision's download when the trunk is not cached.
+    """
+
+    net: str = DEFAULT_LPIPS_NET
+    device: str = "cpu"
+    random_backbone_seed: int | None = None
+    allow_download: bool = True
+
+    def validate(self) -> "LPIPSConfig":
+        if self.net not in LPIPS_NETS:
+            raise ValueError(f"LPIPS net must be one of {LPIPS_NETS}; got {self.net!r}")
+        if self.random_backbone_seed is not None and (
+            not isinstance(self.random_backbone_seed, int) or self.random_backbone_seed < 0
+        ):
+            raise ValueError(f"random_backbone_seed must be a non-negative int or None; got {self.random_backbone_seed!r}")
+        torch.device(self.device)  # raises on a malformed device string
+        return self
+
+    @property
+    def backbone(self) -> str:
+        return backbone_label(self.random_backbone_seed)
+
+
+class LPIPSModel:
+    """A frozen LPIPS network that scores channels-last frame batches in one forward pass.
+
+    Call it as `model(pred, target)` with `[..., H, W, 3]` frames (uint8 or float in
+    [0, 1]); it returns LPIPS per frame shaped like the leading dimensions. Inputs are
+    scaled to [-1, 1] as LPIPS expects.
+    """
+
+    def __init__(self, network: torch.nn.Module, config: LPIPSConfig):
+        self.network = network
+        self.config = config
+        self.net = config.net
+        self.backbone = config.backbone
+        self.device = torch.device(config.device)
+
+    def __repr__(self) -> str:
+        return f"LPIPSModel(net={self.net!r}, backbone={self.backbone!r}, device={str(self.device)!r})"
+
+    @torch.inference_mode()
+    def __call__(self, pred: FrameArray, target: FrameArray, max_batch: int | None = None) -> torch.Tensor:
+        """LPIPS per frame. `max_batch` bounds the frames per forward pass (memory); None = all."""
+        pred_t = as_unit_frames(pred, device=self.device)
+        target_t = as_unit_frames(target, device=self.device)
+        if pred_t.shape != target_t.shape:
+            raise ValueError(f"prediction shape {tuple(pred_t.shape)} != target shape {tuple(target_t.shape)}")
+        leading = pred_t.shape[:-3]
+        height, width = pred_t.shape[-3:-1]
+        x = pred_t.reshape(-1, height, width, 3).permute(0, 3, 1, 2).to(torch.float32) * 2 - 1
+        y = target_t.reshape(-1, height, width, 3).permute(0, 3, 1, 2).to(torch.float32) * 2 - 1
+        count = x.shape[0]
+        if count == 0:
+            return torch.zeros(leading, device=self.device)
+        step = count if max_batch is None else max(1, int(max_batch))
+        chunks = [self.network(x[i : i + step], y[i : i + step]) for i in range(0, count, step)]
+        return torch.cat(chunks).reshape(leading)
+
+
+def _build_network(config: LPIPSConfig) -> torch.nn.Module:
+    import lpips
+
+    with warnings.catch_warnings():
+        # lpips 0.1.4 still calls torchvision's deprecated `pretrained=` argument.
+        warnings.filterwarnings("ignore", category=UserWarning)
+        if config.random_backbone_seed is not None:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(config.random_backbone_seed)
+                return lpips.LPIPS(net=config.net, pnet_rand=True, verbose=False)
+        checkpoint = trunk_checkpoint_path(config.net)
+        how_to_get = (
+            f"LPIPS(net={config.net!r}) needs torchvision's ImageNet trunk weights at {checkpoint}. "
+            f"Download {_trunk_weights(config.net).url} to that path (or run "
+            f"`python -c \"import torchvision; torchvision.models.{'vgg16' if config.net == 'vgg' else 'alexnet'}"
+            f"(weights='IMAGENET1K_V1')\"` on a machine with network access and copy the file; $TORCH_HOME "
+            "moves the cache). For offline tests only, pass random_backbone_seed=<int> to use a seeded "
+            "random trunk (values are then not comparable to published LPIPS)."
+        )
+        if not checkpoint.is_file() and not config.allow_download:
+            raise LPIPSWeightsUnavailable(how_to_get)
+        try:
+            return lpips.LPIPS(net=config.net, pnet_rand=False, verbose=False)
+        except (OSError, RuntimeError, ValueError) as error:  # URLError is an OSError
+            raise LPIPSWeightsUnavailable(f"{how_to_get} (loading failed: {error})") from error
+
+
+_MODELS: dict[tuple[str, str, str], LPIPSModel] = {}
+
+
+def _cached_model(config: LPIPSConfig) -> LPIPSModel:
+    key = (config.net, config.device, config.backbone)  # allow_download does not change the model
+    if key not in _MODELS:
+        network = _build_network(config).to(config.device).eval()
+        for parameter in network.parameters():
+            parameter.requires_grad_(False)
+        _MODELS[key] = LPIPSModel(network, config)
+    return _MODELS[key]
+
+
+def load_lpips(
+    net: str = DEFAULT_LPIPS_NET,
+    device: str | torch.device = "cpu",
+    *,
+    random_backbone_seed: int | None = None,
+    allow_download: bool = True,
+) -> LPIPSModel:
+    """The LPIPS model for (net, device, backbone), built once per process and cached.
+
+    Raises `LPIPSWeightsUnavailable` (with the cache path and download URL) when the real
+    trunk is needed but missing; pass `random_backbone_seed` to opt into a random trunk.
+    """
+    config = LPIPSConfig(
+        net=net, device=str(torch.device(device)), random_backbone_seed=random_backbone_seed,
+        allow_download=allow_download,
+    ).validate()
+    return _cached_model(config)
