@@ -35,6 +35,9 @@ class Task(abc.ABC):
     reward_description: str = ""
     #: the documented minimum reward (what malformed output gets)
     min_reward: float = 0.0
+    #: True when random tokens can never form a valid answer (text formats); False where
+    #: any token sequence decodes to some prediction (e.g. video frame codes)
+    random_responses_score_minimum: bool = True
 
     vocab_size: int
     eos_token_id: int

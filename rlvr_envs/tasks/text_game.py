@@ -41,6 +41,20 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def game_prompt(transition: Transition) -> str:
+    """q(s, a) for a text-game transition (see PROMPT)."""
+    state, rules = transition.state, transition.meta["rules"]
+    return PROMPT.format(
+        task=state["task"], object_rules=rules["object"].strip(), action_rules=rules["action"].strip(),
+        score_rules=rules["score"].strip(), objects=_dumps(state["objects"]), score=_dumps(state["score"]),
+        uuid_base=state["max_UUID"], action=transition.action)
+
+
+def game_target(transition: Transition) -> str:
+    """o(s'): the gold state difference as compact JSON."""
+    return _dumps(transition.meta["diff"])
+
+
 def row_to_transition(row: Mapping[str, Any], split: str, rules: Mapping[str, str]) -> Transition:
     """A ByteSized32 row as a Transition; the simulated action is `tick_state.lastAction`."""
     current, tick = row["current_state"], row["tick_state"]
@@ -92,14 +106,10 @@ class TextGameTask(TextTask):
         super().__init__(transitions, tokenizer, max_prompt_tokens, max_response_tokens)
 
     def prompt_text(self, transition: Transition) -> str:
-        state, rules = transition.state, transition.meta["rules"]
-        return PROMPT.format(
-            task=state["task"], object_rules=rules["object"].strip(), action_rules=rules["action"].strip(),
-            score_rules=rules["score"].strip(), objects=_dumps(state["objects"]), score=_dumps(state["score"]),
-            uuid_base=state["max_UUID"], action=transition.action)
+        return game_prompt(transition)
 
     def target_text(self, transition: Transition) -> str:
-        return _dumps(transition.meta["diff"])
+        return game_target(transition)
 
     def max_reward(self, index: int) -> float:
         if self.reward == "binary":

@@ -1,0 +1,109 @@
+"""`check_llm_env`: gymnasium's `check_env` plus the promises an LLM env makes.
+
+Use it on your own tasks the way you would use `gymnasium.utils.env_checker.check_env`:
+
+    from rlvr_envs.core.checker import check_llm_env
+    check_llm_env(gym.make("RLVRWorld/MiniTextWorld-v0"))
+
+It raises `AssertionError` naming the broken promise, else returns a small report.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rlvr_envs.core.env import NextStatePredictionEnv
+from rlvr_envs.core.task import Task, TextTask
+
+#: answers no text task may accept (never raise, score the minimum)
+MALFORMED_TEXTS = ("", "not an answer at all", "{", '{"modified": [', "```json\n{]\n```", "}}}{{{")
+
+
+def _score(env: NextStatePredictionEnv, index: int, response: list[int]) -> tuple[float, dict[str, Any]]:
+    env.reset(options={"index": index})
+    _, reward, terminated, truncated, info = env.step(np.asarray(response, dtype=np.int64))
+    assert terminated and not truncated, "a sequence-mode step must end the episode"
+    return float(reward), info
+
+
+def _score_token_mode(task: Task, index: int, response: list[int]) -> float:
+    env = NextStatePredictionEnv(task, mode="token")
+    env.reset(options={"index": index})
+    reward, terminated, steps = 0.0, False, 0
+    for token in [*response, task.eos_token_id]:
+        _, reward, terminated, truncated, _ = env.step(token)
+        steps += 1
+        assert not truncated
+        if terminated:
+            break
+    assert terminated, "token mode must end at EOS"
+    return float(reward)
+
+
+def check_llm_env(env: gym.Env, indices: list[int] | None = None, seed: int = 0,
+                  skip_gym_check: bool = False) -> dict[str, Any]:
+    """Check the env contract on a few transitions (default: the first three)."""
+    base = env.unwrapped
+    assert isinstance(base, NextStatePredictionEnv), f"expected a NextStatePredictionEnv, got {type(base).__name__}"
+    task = base.task
+    if not skip_gym_check:
+        from gymnasium.utils.env_checker import check_env
+
+        check_env(NextStatePredictionEnv(task, mode="sequence"), skip_render_check=True)
+        check_env(NextStatePredictionEnv(task, mode="token"), skip_render_check=True)
+    seq = NextStatePredictionEnv(task, mode="sequence")
+    rng = np.random.default_rng(seed)
+    indices = list(range(min(3, len(task)))) if indices is None else indices
+    report: dict[str, Any] = {"checked": indices, "gold": []}
+
+    for index in indices:
+        gold = task.target_ids(index).tolist()
+        top = task.max_reward(index)
+        assert len(gold) < task.max_response_len, f"[{index}] the gold answer does not fit max_response_len"
+        if isinstance(task, TextTask):
+            text = task.target_text(task.transition(index))
+            decoded = task.response_text(gold)
+            assert decoded == text, f"[{index}] gold answer does not survive the tokenizer round trip"
+
+        reward, info = _score(seq, index, gold + [task.eos_token_id])
+        assert info["parsed"], f"[{index}] gold response not parsed: {info['error']}"
+        assert np.isclose(reward, top), f"[{index}] gold response scored {reward}, the maximum is {top}"
+        again, info_again = _score(seq, index, gold + [task.eos_token_id])
+        assert again == reward and _same_metrics(info["metrics"], info_again["metrics"]), \
+            f"[{index}] reward is not deterministic"
+        assert np.isclose(_score_token_mode(task, index, gold), reward), \
+            f"[{index}] token mode and sequence mode disagree on the gold response"
+        report["gold"].append(reward)
+
+        half = gold[: len(gold) // 2]
+        truncated_reward, _ = _score(seq, index, half)
+        assert task.min_reward <= truncated_reward < top, \
+            f"[{index}] a truncated gold answer scored {truncated_reward} (max {top})"
+
+        random_tokens = rng.integers(0, task.vocab_size, size=task.max_response_len).tolist()
+        overlong = rng.integers(0, task.vocab_size, size=2 * task.max_response_len).tolist()
+        for name, response in (("empty", []), ("random-token", random_tokens), ("overlong", overlong)):
+            value, info = _score(seq, index, response)
+            if name == "empty" or task.random_responses_score_minimum:
+                assert value == task.min_reward, f"[{index}] {name} response scored {value}, not {task.min_reward}"
+                assert info["error"], f"[{index}] {name} response has no error string"
+            assert task.min_reward <= value <= top
+        random_no_eos = [t for t in random_tokens if t != task.eos_token_id][:64]
+        assert np.isclose(_score_token_mode(task, index, random_no_eos), _score(seq, index, random_no_eos)[0]), \
+            f"[{index}] token mode and sequence mode disagree on a random response"
+
+        if isinstance(task, TextTask):
+            for text in MALFORMED_TEXTS:
+                ids = task.tokenizer(text, add_special_tokens=False)["input_ids"]
+                value, info = _score(seq, index, ids)
+                assert value == task.min_reward and not info["parsed"] and info["error"], \
+                    f"[{index}] malformed answer {text!r} scored {value} (error={info['error']!r})"
+    return report
+
+
+def _same_metrics(a: dict[str, float], b: dict[str, float]) -> bool:
+    return a.keys() == b.keys() and all(
+        (np.isnan(a[k]) and np.isnan(b[k])) or a[k] == b[k] for k in a)
