@@ -6,12 +6,12 @@ import argparse
 import importlib
 import sys
 
-#: `rlvr-world data NAME ...` -> the module exposing add_data_arguments / run_data_command
+#: `rlvr-world data NAME ...` -> (module exposing add_data_arguments / run_data_command, help)
 DATA_COMMANDS = {
-    "bytesized32": "rlvr_envs.data.bytesized32",
-    "wma": "rlvr_envs.data.wma",
-    "pusht": "rlvr_envs.data.pusht",
-    "rt1": "rlvr_envs.data.rt1",
+    "bytesized32": ("rlvr_envs.data.bytesized32", "download ByteSized32-State-Prediction and its rules"),
+    "wma": ("rlvr_envs.data.wma", "download the WMA web world-model records"),
+    "pusht": ("rlvr_envs.data.pusht", "generate PushT trajectories with the gym-pusht simulator"),
+    "rt1": ("rlvr_envs.data.rt1", "convert RT-1 RLDS shards to per-episode npz"),
 }
 
 
@@ -31,7 +31,9 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; only the data module named in `argv` is imported (some are heavy)."""
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="rlvr-world", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -42,21 +44,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     data = sub.add_parser("data", help="download or generate a dataset")
     datasets = data.add_subparsers(dest="dataset", required=True)
-    for name, module in DATA_COMMANDS.items():
-        try:
+    for name, (module, help_text) in DATA_COMMANDS.items():
+        sub_parser = datasets.add_parser(name, help=help_text)
+        if argv[:2] == ["data", name]:
             mod = importlib.import_module(module)
-        except ImportError:
-            continue
-        if not hasattr(mod, "run_data_command"):
-            continue
-        sub_parser = datasets.add_parser(name, help=(mod.__doc__ or "").strip().splitlines()[0])
-        mod.add_data_arguments(sub_parser)
-        sub_parser.set_defaults(func=mod.run_data_command)
+            mod.add_data_arguments(sub_parser)
+            sub_parser.set_defaults(func=mod.run_data_command)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     return int(args.func(args) or 0)
 
 

@@ -1,0 +1,127 @@
+"""Registry-parametrised tests: every id obeys gymnasium, SB3 and the LLM-env contract."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from rlvr_envs.registration import ENVS, markdown_table
+from tests.conftest import REPO, registry_test_kwargs
+
+IDS = [e.id for e in ENVS]
+
+
+def make(env_id: str, **kwargs):
+    return gym.make(env_id, **registry_test_kwargs(env_id), **kwargs)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_gymnasium_check_env(env_id):
+    from gymnasium.utils.env_checker import check_env
+
+    for mode in ("sequence", "token"):
+        check_env(make(env_id, mode=mode).unwrapped, skip_render_check=True)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_sb3_check_env_token_mode(env_id):
+    from stable_baselines3.common.env_checker import check_env
+
+    check_env(make(env_id, mode="token").unwrapped, warn=False)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_llm_env_checker(env_id):
+    from rlvr_envs.core.checker import check_llm_env
+
+    env = make(env_id)
+    report = check_llm_env(env, skip_gym_check=True)
+    assert report["gold"], "the checker must have scored gold answers"
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_seeded_reset_and_rewards_are_deterministic(env_id):
+    def rollout(seed):
+        env = make(env_id)
+        obs, info = env.reset(seed=seed)
+        env.action_space.seed(seed)
+        _, reward, *_ , step_info = env.step(env.action_space.sample())
+        return info["index"], obs["prompt"].copy(), reward, step_info["error"]
+
+    first, second = rollout(7), rollout(7)
+    assert first[0] == second[0] and np.array_equal(first[1], second[1]) and first[2:] == second[2:]
+    indices = {make(env_id).reset(seed=s)[1]["index"] for s in range(12)}
+    assert len(indices) > 1 or len(make(env_id).unwrapped.task) == 1, "seeds should pick different transitions"
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_pickling_round_trip(env_id):
+    env = make(env_id, mode="token")
+    env.reset(options={"index": 0})
+    clone = pickle.loads(pickle.dumps(env))
+    gold = env.unwrapped.task.target_ids(0).tolist() + [env.unwrapped.task.eos_token_id]
+    clone.reset(options={"index": 0})
+    for token in gold:
+        *_, terminated, _, info = clone.step(token)
+        if terminated:
+            break
+    assert terminated and info["parsed"]
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_vector_entry_point_is_the_batched_env(env_id):
+    from rlvr_envs.core.vector import BatchedNextStatePredictionVectorEnv
+
+    vec = gym.make_vec(env_id, num_envs=3, **registry_test_kwargs(env_id))
+    assert isinstance(vec, BatchedNextStatePredictionVectorEnv)
+    obs, info = vec.reset(options={"index": 0})
+    assert (info["index"] == 0).all() and obs["prompt"].shape[0] == 3
+
+
+def test_gym_make_needs_no_import_of_the_package():
+    code = ("import sys, gymnasium as gym\n"
+            "ids = [k for k in gym.registry if k.startswith('RLVRWorld/')]\n"
+            f"assert set(ids) >= {set(IDS)!r}, ids\n"
+            "print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+
+
+def test_importing_the_package_does_not_import_gymnasium():
+    # the startup hook runs in every interpreter of the venv, so it must stay cheap
+    code = "import sys, rlvr_envs; print('gymnasium' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_unknown_kwarg_names_the_allowed_ones():
+    with pytest.raises(TypeError, match="allowed"):
+        gym.make(IDS[0], data_dri="/nowhere")
+
+
+def test_unknown_id_fails_at_make():
+    with pytest.raises(gym.error.Error):
+        gym.make("RLVRWorld/NoSuchTask-v0")
+
+
+def test_bad_mode_names_the_allowed_values():
+    kwargs = registry_test_kwargs("RLVRWorld/TextGame-v0")
+    with pytest.raises(ValueError, match="sequence"):
+        gym.make("RLVRWorld/TextGame-v0", mode="words", **kwargs)
+
+
+def test_cli_list_shows_every_id():
+    out = subprocess.run([sys.executable, "-m", "rlvr_envs.cli", "list"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    for env_id in IDS:
+        assert env_id in out.stdout
+
+
+def test_readme_env_table_is_the_generated_one():
+    readme = (REPO / "README.md").read_text()
+    assert markdown_table() in readme, "README's env table is stale: paste `rlvr-world list --markdown`"
