@@ -1,0 +1,176 @@
+"""The env and vector-env mechanics, on a tiny in-test task (a test double of `Task`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlvr_envs.core.env import NextStatePredictionEnv
+from rlvr_envs.core.task import Task
+from rlvr_envs.core.types import RewardResult, Transition
+from rlvr_envs.core.vector import BatchedNextStatePredictionVectorEnv
+
+EOS = 0
+
+
+class EchoTask(Task):
+    """Transition i: prompt [i+1]*3, gold answer [i+1, i+1]; reward = share of gold positions
+    matched. With `forced=True` the env inserts token 9 after every two agent tokens and the
+    response is complete after six tokens (like action tokens between video frames)."""
+
+    name = "echo"
+    vocab_size, eos_token_id, pad_token_id = 10, EOS, EOS
+    max_prompt_len, max_response_len = 3, 6
+
+    def __init__(self, forced: bool = False):
+        self.forced = forced
+        self.verify_calls = 0
+
+    def __len__(self):
+        return 4
+
+    def transition(self, index):
+        return Transition(uid=f"echo/{index}", state=index, action=None, next_state=index)
+
+    def prompt_ids(self, index):
+        return np.full(3, index + 1, dtype=np.int64)
+
+    def target_ids(self, index):
+        return np.full(2, index + 1, dtype=np.int64)
+
+    def decode(self, index, response_ids):
+        return (list(response_ids), None) if response_ids else (None, "empty")
+
+    def verify(self, indices, responses):
+        self.verify_calls += 1
+        out = []
+        for index, response in zip(indices, responses):
+            if not response:
+                out.append(RewardResult.failure(0.0, "empty response"))
+                continue
+            agent = [t for t in response if not (self.forced and t == 9)]
+            hits = sum(a == b for a, b in zip(agent, self.target_ids(index)))
+            out.append(RewardResult(reward=hits / 2, metrics={"hits": float(hits)}, prediction=agent))
+        return out
+
+    def forced_tokens(self, index, response_ids):
+        if self.forced and response_ids and len(response_ids) % 3 == 2:
+            return (9,)
+        return ()
+
+    def is_complete(self, index, response_ids):
+        return self.forced and len(response_ids) >= 6
+
+
+def test_token_mode_rewards_only_at_the_end():
+    env = NextStatePredictionEnv(EchoTask(), mode="token")
+    obs, info = env.reset(options={"index": 2})
+    assert info["index"] == 2 and obs["prompt_len"][0] == 3
+    _, r1, done1, _, _ = env.step(3)
+    obs, r2, done2, trunc, info = env.step(EOS)
+    assert (r1, done1) == (0.0, False) and done2 and not trunc
+    assert r2 == 0.5 and info["metrics"] == {"hits": 1.0} and info["parsed"]
+    assert obs["response_len"][0] == 1 and obs["response"][0] == 3
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(1)
+
+
+def test_token_mode_length_limit_terminates_and_scores():
+    env = NextStatePredictionEnv(EchoTask(), mode="token")
+    env.reset(options={"index": 0})
+    for step in range(6):
+        _, reward, terminated, truncated, info = env.step(1)
+        assert not truncated
+    assert terminated and reward == 1.0 and info["response_len"] == 6
+
+
+def test_sequence_mode_ignores_tokens_after_eos_and_cuts_overlong():
+    env = NextStatePredictionEnv(EchoTask())
+    env.reset(options={"index": 1})
+    _, reward, terminated, _, info = env.step(np.array([2, 2, EOS, 5, 5, 5]))
+    assert terminated and reward == 1.0 and info["response_len"] == 2
+    env.reset(options={"index": 1})
+    _, _, _, _, info = env.step(np.array([2] * 20))
+    assert info["response_len"] == 6
+    env.reset(options={"index": 1})
+    with pytest.raises(TypeError, match="integer"):
+        env.step(np.array([2.0, 2.0]))
+
+
+def test_empty_and_out_of_range_index():
+    env = NextStatePredictionEnv(EchoTask())
+    env.reset(options={"index": 0})
+    _, reward, _, _, info = env.step(np.array([EOS]))
+    assert reward == 0.0 and info["error"] == "empty response" and not info["parsed"]
+    with pytest.raises(IndexError, match="4 transitions"):
+        env.reset(options={"index": 4})
+
+
+def test_forced_tokens_are_inserted_and_complete_structure_ends_the_episode():
+    env = NextStatePredictionEnv(EchoTask(forced=True), mode="token")
+    env.reset(options={"index": 0})
+    env.step(1)
+    obs, *_ = env.step(1)
+    assert obs["response"][:3].tolist() == [1, 1, 9]
+    env.step(4)
+    _, reward, terminated, _, info = env.step(4)
+    assert terminated and info["response_len"] == 6 and reward == 1.0
+
+
+def test_vector_group_reset_puts_every_copy_on_one_transition():
+    vec = BatchedNextStatePredictionVectorEnv(EchoTask(), num_envs=4)
+    obs, info = vec.reset(seed=0, options={"index": 3})
+    assert info["index"].tolist() == [3, 3, 3, 3] and (obs["prompt"] == 4).all()
+    obs, info = vec.reset(options={"index": [0, 1, 2, 3]})
+    assert info["index"].tolist() == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="4 ints"):
+        vec.reset(options={"index": [0, 1]})
+
+
+def test_vector_step_verifies_once_and_matches_single_envs():
+    task = EchoTask()
+    vec = BatchedNextStatePredictionVectorEnv(task, num_envs=3)
+    vec.reset(seed=1, options={"index": [0, 1, 2]})
+    actions = np.array([[1, 1, 0, 0, 0, 0], [2, 5, 0, 0, 0, 0], [7, 7, 0, 0, 0, 0]])
+    before = task.verify_calls
+    obs, rewards, terminated, truncated, info = vec.step(actions)
+    assert task.verify_calls == before + 1
+    singles = []
+    for i, action in enumerate(actions):
+        env = NextStatePredictionEnv(task)
+        env.reset(options={"index": i})
+        singles.append(env.step(action)[1])
+    assert rewards.tolist() == singles == [1.0, 0.5, 0.0]
+    assert terminated.all() and not truncated.any()
+    assert info["final_info"]["metrics"]["hits"].tolist() == [2.0, 1.0, 0.0]
+    assert info["final_obs"][1]["response"][:2].tolist() == [2, 5]
+    assert info["_index"].all()  # the returned obs already belongs to the next episode
+
+
+def test_vector_token_mode_autoresets_only_finished_envs():
+    vec = BatchedNextStatePredictionVectorEnv(EchoTask(), num_envs=2, mode="token")
+    vec.reset(seed=0, options={"index": [0, 0]})
+    obs, rewards, terminated, _, info = vec.step(np.array([1, 1]))
+    assert not terminated.any()
+    obs, rewards, terminated, _, info = vec.step(np.array([EOS, 1]))
+    assert terminated.tolist() == [True, False] and rewards.tolist() == [0.5, 0.0]
+    assert obs["response_len"][:, 0].tolist() == [0, 2]
+    assert info["_final_info"].tolist() == [True, False]
+
+
+def test_group_helpers_score_g_responses_on_one_transition():
+    import gymnasium as gym
+
+    from rlvr_envs.core.groups import group_advantages, make_group, score_group
+    from tests.conftest import registry_test_kwargs
+
+    env_id = "RLVRWorld/TextGame-v0"
+    group = make_group(env_id, 3, **registry_test_kwargs(env_id))
+    task = group.task
+    gold = task.target_ids(1).tolist()
+    rewards, infos = score_group(group, 1, [gold, gold[:5], []])
+    assert rewards.tolist() == [1.0, 0.0, 0.0] and infos["index"].tolist() == [1, 1, 1]
+    assert infos["parsed"].tolist() == [True, False, False]
+    adv = group_advantages(rewards)
+    assert adv[0] > 0 > adv[1] and abs(adv.sum()) < 1e-9
+    assert isinstance(gym.make(env_id, **registry_test_kwargs(env_id)).unwrapped.task, type(task))
