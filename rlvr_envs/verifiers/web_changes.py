@@ -1,0 +1,164 @@
+"""The web-state answer format (`New items:` / `Deleted items:` / `Updated items:`) and its F1.
+
+RLVR-World's web world model answers with three sections, each a list of item lines in
+the accessibility-tree form, `None` for an empty section::
+
+    New items:
+    [1273] StaticText 'Vortex Running Shoes'
+
+    Deleted items:
+    None
+
+    Updated items:
+    [1220] textbox '\\ue60c' focused: True required: False
+
+**Reading a response** (`parse_changes`): the answer is taken after any reasoning with
+`rlvr_envs.verifiers.answer.extract_answer` (after `</think>`, after a "final answer"
+marker, or inside the last fenced block). A section starts at a line that begins with its
+title (`New items:`, case-insensitive, optionally as a markdown heading or in bold); text
+after the colon on that line is its first item. Blank lines right after a title are
+skipped; the section then runs to the next blank line or title, so prose after the
+answer is not read as items. When a title appears more than once, the last one wins (a
+drafted answer in the reasoning is superseded by the final one). A missing section
+predicts nothing; a response with no section at all is unparsable (reward 0).
+
+**Lines** are compared in canonical form: an item line goes through
+`acctree.parse_item(...).line` (so tabs, spacing and quote style do not matter); any other
+line (`None`, prose) is compared with whitespace stripped. `None` is an ordinary item.
+
+**Score** (`score_changes`): each section is a *multiset* of lines; matches in a section
+= sum over distinct lines of min(predicted count, gold count), i.e. an exact-match
+assignment. A line repeated in the response therefore counts as one more prediction and
+lowers precision unless the gold repeats it too (RLVR-World's reference reads sections as
+sets, so repeating a right line cost nothing there). Pooled over the three sections:
+precision = matches / predicted lines, recall = matches / gold lines, F1 = 2PR/(P+R)
+(0 when nothing matches). F1 is symmetric in prediction and gold, lies in [0, 1], and is 1
+exactly when every section's multiset equals the gold's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from rlvr_envs.verifiers.acctree import Changes, TreeParseError, parse_item
+from rlvr_envs.verifiers.answer import THINK_END, AnswerError, extract_answer
+
+SECTIONS = ("new", "deleted", "updated")
+TITLES = {"new": "New items:", "deleted": "Deleted items:", "updated": "Updated items:"}
+NONE_LINE = "None"
+_TITLE = re.compile(r"^\s*(?:#+\s*)?(?:\*\*)?\s*(new|deleted|updated)\s+items\s*(?:\*\*)?\s*:\s*(?:\*\*)?(.*)$",
+                    re.IGNORECASE)
+
+
+def canonical_line(line: str) -> str:
+    """The comparison key of one answer line: the canonical item line when it parses as
+    an item, else the line with outer whitespace stripped."""
+    text = line.strip()
+    if text.startswith("["):
+        try:
+            return parse_item(text).line
+        except TreeParseError:
+            pass
+    return text
+
+
+@dataclass(frozen=True)
+class ChangeList:
+    """The three sections as canonical lines (a section that is `None` holds `("None",)`)."""
+
+    new: tuple[str, ...]
+    deleted: tuple[str, ...]
+    updated: tuple[str, ...]
+
+    @classmethod
+    def from_sections(cls, sections: Mapping[str, Sequence[str]]) -> "ChangeList":
+        """Gold form: canonicalise every line and write an empty section as `None`."""
+        return cls(**{s: tuple(canonical_line(x) for x in sections.get(s, ())) or (NONE_LINE,) for s in SECTIONS})
+
+    @classmethod
+    def from_changes(cls, changes: Changes) -> "ChangeList":
+        return cls.from_sections(changes.sections())
+
+    def section(self, name: str) -> tuple[str, ...]:
+        return getattr(self, name)
+
+    def text(self) -> str:
+        """The answer text (the gold response of a task)."""
+        return "\n\n".join(TITLES[s] + "\n" + "\n".join(self.section(s)) for s in SECTIONS)
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {s: list(self.section(s)) for s in SECTIONS}
+
+
+def parse_changes(text: str) -> ChangeList:
+    """Read the sections of a response (rules in the module docstring).
+
+    Raises `AnswerError` when no section title is present. Sections are kept as written
+    (an empty one stays empty: predicting `None` is up to the model).
+    """
+    # extract_answer may pick a fenced block that merely quotes an action (```click [5]```);
+    # then the sections are read from everything after the reasoning instead.
+    for candidate in (extract_answer(text), text.rsplit(THINK_END, 1)[-1]):
+        lines = candidate.splitlines()
+        starts: dict[str, int] = {}
+        firsts: dict[str, str] = {}
+        titles: list[int] = []
+        for number, line in enumerate(lines):
+            match = _TITLE.match(line)
+            if match:
+                key = match.group(1).lower()
+                starts[key], firsts[key] = number, match.group(2)
+                titles.append(number)
+        if starts:
+            break
+    else:
+        raise AnswerError("no 'New items:', 'Deleted items:' or 'Updated items:' section in the answer")
+    title_set = set(titles)
+    sections: dict[str, tuple[str, ...]] = {}
+    for key in SECTIONS:
+        if key not in starts:
+            sections[key] = ()
+            continue
+        found = [firsts[key].strip()] if firsts[key].strip() else []
+        number = starts[key] + 1
+        if not found:
+            while number < len(lines) and not lines[number].strip() and number not in title_set:
+                number += 1
+        while number < len(lines) and lines[number].strip() and number not in title_set:
+            found.append(lines[number])
+            number += 1
+        sections[key] = tuple(canonical_line(x) for x in found)
+    return ChangeList(**sections)
+
+
+def _prf(matches: int, predicted: int, gold: int) -> tuple[float, float, float]:
+    precision = matches / predicted if predicted else 0.0
+    recall = matches / gold if gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if matches else 0.0
+    return precision, recall, f1
+
+
+def score_changes(predicted: ChangeList, gold: ChangeList) -> dict[str, float]:
+    """Pooled precision/recall/F1 of exact-match lines plus the per-section numbers.
+
+    Keys: `f1`, `precision`, `recall`, `matches`, `predicted`, `gold`, and for each section
+    `<section>_f1`, `<section>_precision`, `<section>_recall`.
+    """
+    metrics: dict[str, float] = {}
+    total_matches = total_pred = total_gold = 0
+    for key in SECTIONS:
+        pred_counts, gold_counts = Counter(predicted.section(key)), Counter(gold.section(key))
+        matches = sum((pred_counts & gold_counts).values())
+        n_pred, n_gold = len(predicted.section(key)), len(gold.section(key))
+        p, r, f = _prf(matches, n_pred, n_gold)
+        metrics.update({f"{key}_precision": p, f"{key}_recall": r, f"{key}_f1": f})
+        total_matches += matches
+        total_pred += n_pred
+        total_gold += n_gold
+    p, r, f = _prf(total_matches, total_pred, total_gold)
+    metrics.update({"f1": f, "precision": p, "recall": r, "matches": float(total_matches),
+                    "predicted": float(total_pred), "gold": float(total_gold)})
+    return metrics
