@@ -39,13 +39,13 @@ class EchoTask(Task):
         return np.full(2, index + 1, dtype=np.int64)
 
     def decode(self, index, response_ids):
-        return (list(response_ids), None) if response_ids else (None, "empty")
+        return (list(response_ids), None) if len(response_ids) else (None, "empty")
 
     def verify(self, indices, responses):
         self.verify_calls += 1
         out = []
         for index, response in zip(indices, responses):
-            if not response:
+            if len(response) == 0:
                 out.append(RewardResult.failure(0.0, "empty response"))
                 continue
             agent = [t for t in response if not (self.forced and t == 9)]

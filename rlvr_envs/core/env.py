@@ -34,27 +34,39 @@ def action_space(task: Task, mode: str) -> spaces.Space:
     return spaces.Discrete(task.vocab_size)
 
 
-def response_from_action(task: Task, action: Any) -> list[int]:
+def response_from_action(task: Task, action: Any) -> np.ndarray:
     """The response a sequence-mode action encodes: the tokens before the first EOS.
 
     Accepts the padded `MultiDiscrete` array or any 1-D integer sequence; a response longer
     than `max_response_len` is cut there, exactly as token mode's length limit would.
     """
     tokens = np.asarray(action).reshape(-1)
-    if tokens.size and not np.issubdtype(tokens.dtype, np.integer):
+    if tokens.size and tokens.dtype.kind not in "iu":
         raise TypeError(f"a sequence-mode action must hold integer token ids, got dtype {tokens.dtype}")
     tokens = tokens[: task.max_response_len]
-    eos = np.flatnonzero(tokens == task.eos_token_id)
-    if eos.size:
-        tokens = tokens[: eos[0]]
-    return tokens.tolist()
+    is_eos = tokens == task.eos_token_id
+    if is_eos.any():
+        tokens = tokens[: int(is_eos.argmax())]
+    return tokens.astype(np.int64, copy=False)
 
 
-def padded(ids: Sequence[int], width: int, pad: int) -> np.ndarray:
-    out = np.full(width, pad, dtype=np.int64)
-    n = min(len(ids), width)
-    out[:n] = np.asarray(ids[:n], dtype=np.int64)
-    return out
+def observation(task: Task, index: int, response: Sequence[int]) -> dict[str, np.ndarray]:
+    """The observation of transition `index` with `response` written so far.
+
+    Every call returns fresh arrays (gymnasium's rule: users keep what they are given);
+    response ids outside the vocabulary (possible in a sequence-mode action) are clipped in
+    the view only.
+    """
+    prompt, prompt_len = task.padded_prompt(index)
+    width = task.max_response_len
+    n = min(len(response), width)
+    tokens = np.full(width, task.pad_token_id, dtype=np.int64)
+    if n:
+        tokens[:n] = response[:n]
+        if tokens[:n].view(np.uint64).max() >= task.vocab_size:  # negatives wrap to huge values
+            np.clip(tokens, 0, task.vocab_size - 1, out=tokens)
+    return {"prompt": prompt.copy(), "prompt_len": prompt_len.copy(), "response": tokens,
+            "response_len": np.array([n], dtype=np.int64)}
 
 
 def result_info(task: Task, index: int, result: RewardResult, response: Sequence[int]) -> dict[str, Any]:
@@ -132,14 +144,7 @@ class NextStatePredictionEnv(gym.Env):
 
     # -- helpers -----------------------------------------------------------------------
     def _obs(self) -> dict[str, np.ndarray]:
-        prompt = self.task.prompt_ids(self._index)
-        response = np.clip(np.asarray(self._response, dtype=np.int64), 0, self.task.vocab_size - 1)
-        return {
-            "prompt": padded(prompt, self.task.max_prompt_len, self.task.pad_token_id),
-            "prompt_len": np.array([len(prompt)], dtype=np.int64),
-            "response": padded(response, self.task.max_response_len, self.task.pad_token_id),
-            "response_len": np.array([min(len(self._response), self.task.max_response_len)], dtype=np.int64),
-        }
+        return observation(self.task, self._index, self._response)
 
     def _finish(self) -> tuple[float, dict[str, Any]]:
         result = self.task.verify([self._index], [self._response])[0]

@@ -67,6 +67,23 @@ class Task(abc.ABC):
     def verify(self, indices: Sequence[int], responses: Sequence[Sequence[int]]) -> list[RewardResult]:
         """Score a batch of responses (one per index) in one call."""
 
+    def padded_prompt(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        """(prompt padded to `max_prompt_len`, its length as a (1,) array), both read-only
+        and cached, since every reset and step needs them."""
+        cache = self.__dict__.setdefault("_padded_prompt_cache", {})
+        arrays = cache.get(index)
+        if arrays is None:
+            if len(cache) >= 1024:  # bounded: long-prompt datasets would not fit otherwise
+                cache.clear()
+            ids = self.prompt_ids(index)[: self.max_prompt_len]
+            prompt = np.full(self.max_prompt_len, self.pad_token_id, dtype=np.int64)
+            prompt[: len(ids)] = ids
+            length = np.array([len(ids)], dtype=np.int64)
+            prompt.setflags(write=False)
+            length.setflags(write=False)
+            arrays = cache[index] = (prompt, length)
+        return arrays
+
     def max_reward(self, index: int) -> float:
         """The reward of a perfect prediction for this transition."""
         return 1.0
@@ -167,11 +184,15 @@ class TextTask(Task):
         return self._target_ids[index]
 
     def response_text(self, response_ids: Sequence[int]) -> str:
-        ids = [int(t) for t in response_ids]
-        bad = [t for t in ids if not 0 <= t < self.vocab_size]
-        if bad:
-            raise ValueError(f"token id {bad[0]} outside the vocabulary [0, {self.vocab_size})")
-        return self.tokenizer.decode(ids, skip_special_tokens=True)
+        ids = np.asarray(response_ids, dtype=np.int64).reshape(-1)
+        if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
+            bad = ids[(ids < 0) | (ids >= self.vocab_size)][0]
+            raise ValueError(f"token id {bad} outside the vocabulary [0, {self.vocab_size})")
+        backend = getattr(self.tokenizer, "backend_tokenizer", None)
+        if backend is not None and not getattr(self.tokenizer, "clean_up_tokenization_spaces", False):
+            # the Rust decoder directly: transformers' decode wrapper costs more than the decode
+            return backend.decode(ids.tolist(), skip_special_tokens=True)
+        return self.tokenizer.decode(ids.tolist(), skip_special_tokens=True)
 
     def decode(self, index: int, response_ids: Sequence[int]) -> tuple[Any, str | None]:
         result = self.verify([index], [response_ids])[0]

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
+from gymnasium.vector.utils import batch_space
 
-from rlvr_envs.core.env import MODES, action_space, observation_space, padded, response_from_action, result_info
+from rlvr_envs.core.env import MODES, action_space, observation, observation_space, response_from_action, result_info
 from rlvr_envs.core.task import Task
 
 
@@ -51,19 +51,11 @@ class BatchedNextStatePredictionVectorEnv(VectorEnv):
 
     # -- helpers -----------------------------------------------------------------------
     def _single_obs(self, i: int) -> dict[str, np.ndarray]:
-        task, response = self.task, self._responses[i]
-        prompt = task.prompt_ids(int(self._indices[i]))
-        clipped = np.clip(np.asarray(response, dtype=np.int64), 0, task.vocab_size - 1)
-        return {
-            "prompt": padded(prompt, task.max_prompt_len, task.pad_token_id),
-            "prompt_len": np.array([len(prompt)], dtype=np.int64),
-            "response": padded(clipped, task.max_response_len, task.pad_token_id),
-            "response_len": np.array([min(len(response), task.max_response_len)], dtype=np.int64),
-        }
+        return observation(self.task, int(self._indices[i]), self._responses[i])
 
     def _batch_obs(self) -> dict[str, np.ndarray]:
-        out = create_empty_array(self.single_observation_space, self.num_envs)
-        return concatenate(self.single_observation_space, [self._single_obs(i) for i in range(self.num_envs)], out)
+        singles = [self._single_obs(i) for i in range(self.num_envs)]
+        return {key: np.stack([obs[key] for obs in singles]) for key in self.single_observation_space}
 
     def _start(self, envs: np.ndarray, indices: np.ndarray) -> None:
         for i, index in zip(envs, indices):
@@ -123,10 +115,15 @@ class BatchedNextStatePredictionVectorEnv(VectorEnv):
         if finished.size:
             results = task.verify(self._indices[finished].tolist(), [self._responses[i] for i in finished])
             new_indices = self.np_random.integers(len(task), size=finished.size)
+            predictions = np.full(self.num_envs, None, dtype=object)
             for i, result in zip(finished, results):
                 rewards[i] = result.reward
                 final_info = result_info(task, int(self._indices[i]), result, self._responses[i])
+                # predictions are free-form structures: keep them whole, one object per env
+                predictions[i] = final_info.pop("prediction")
                 infos = self._add_info(infos, {"final_obs": self._single_obs(i), "final_info": final_info}, i)
+            infos["final_info"]["prediction"] = predictions
+            infos["final_info"]["_prediction"] = done.copy()
             self._start(finished, new_indices)
             for i in finished:
                 infos = self._reset_info(infos, i)
