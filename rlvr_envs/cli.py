@@ -18,6 +18,9 @@ DATA_COMMANDS = {
 def cmd_list(args: argparse.Namespace) -> int:
     from rlvr_envs.registration import ENVS, markdown_table
 
+    if args.update_readme:
+        update_readme(args.update_readme, markdown_table())
+        return 0
     if args.markdown:
         print(markdown_table())
         return 0
@@ -31,6 +34,20 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def update_readme(path: str, table: str) -> None:
+    """Replace the generated env table between README's env-table markers."""
+    start, end = "<!-- env-table", "<!-- /env-table -->"
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    head, found, rest = text.partition(start)
+    marker_line, _, rest = rest.partition("\n")
+    _, found_end, tail = rest.partition(end)
+    if not found or not found_end:
+        raise SystemExit(f"{path}: no '{start} ... {end}' block to update")
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(f"{head}{start}{marker_line}\n{table}\n{end}{tail}")
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; only the data module named in `argv` is imported (some are heavy)."""
     argv = sys.argv[1:] if argv is None else argv
@@ -39,6 +56,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
     listing = sub.add_parser("list", help="the registered env ids and whether their data is here")
     listing.add_argument("--markdown", action="store_true", help="print README's env table")
+    listing.add_argument("--update-readme", metavar="PATH", help="rewrite the env table in this README")
     listing.add_argument("--data-dir", default=None, help="data root to check (default $RLVR_WORLD_DATA)")
     listing.set_defaults(func=cmd_list)
 

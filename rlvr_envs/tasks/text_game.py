@@ -179,6 +179,7 @@ class ByteSized32Task(TextGameTask):
         try:
             bytesized32.split_file(data_dir, "test")
             bytesized32.load_rules(data_dir)
-        except (FileNotFoundError, ValueError) as exc:
-            return False, f"run `rlvr-world data bytesized32` ({str(exc).split('.')[0]})"
+        except (FileNotFoundError, ValueError):
+            where = bytesized32.data_root(data_dir) / "bytesized32"
+            return False, f"run `rlvr-world data bytesized32` (nothing usable in {where})"
         return True, "data found"
