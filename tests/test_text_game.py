@@ -186,3 +186,32 @@ def test_unknown_game_and_reward_fail_clearly(data_dir):
         gym.make("RLVRWorld/TextGame-v0", data_dir=data_dir, split="test_sample", games=["dishwasher"])
     with pytest.raises(ValueError, match="binary"):
         gym.make("RLVRWorld/TextGame-v0", data_dir=data_dir, split="test_sample", reward="f1")
+
+
+def make_mirror(root, rows_path):
+    """A local mirror in the upstream repository's layout (data/test.zip, rules/...)."""
+    (root / "data").mkdir(parents=True)
+    with zipfile.ZipFile(root / "data" / "test.zip", "w") as archive:
+        archive.write(rows_path, "test.jsonl")
+    rules = root / "rules" / "human_written_rules"
+    rules.mkdir(parents=True)
+    for path in shared_data_or_skip("bytesized32", "rules_human_written").iterdir():
+        (rules / path.name).write_bytes(path.read_bytes())
+
+
+def test_download_command_checks_what_it_fetched(tmp_path, monkeypatch):
+    from rlvr_envs.cli import main
+
+    make_mirror(tmp_path / "mirror", shared_data_or_skip("bytesized32", "test_sample.jsonl"))
+    monkeypatch.setitem(bytesized32.EXPECTED_ROWS, "test", 7)
+    argv = ["data", "bytesized32", "--data-dir", str(tmp_path / "data"), "--no-train",
+            "--source", (tmp_path / "mirror").as_uri()]
+    assert main(argv) == 0
+    assert len(bytesized32.load_rows(bytesized32.split_file(tmp_path / "data", "test"))) == 7
+    assert set(bytesized32.load_rules(tmp_path / "data")) >= {"volume-stone", "bird-life-cycle"}
+
+    monkeypatch.setitem(bytesized32.EXPECTED_ROWS, "test", 2954)  # the real count: a short file is refused
+    (tmp_path / "data" / "bytesized32" / "test.zip").unlink()
+    with pytest.raises(SystemExit, match="7 transitions, expected 2954"):
+        main(argv)
+    assert not (tmp_path / "data" / "bytesized32" / "test.zip").exists()

@@ -125,6 +125,7 @@ def load_rules(data_dir: str | os.PathLike | None) -> dict[str, dict[str, str]]:
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", default=None, help="data root (default: $RLVR_WORLD_DATA or ~/.cache/rlvr_world)")
     parser.add_argument("--no-train", action="store_true", help="skip the large train split")
+    parser.add_argument("--source", default=SOURCE, help="base URL of a mirror with the same layout")
 
 
 def run_data_command(args: argparse.Namespace) -> int:
@@ -138,7 +139,7 @@ def run_data_command(args: argparse.Namespace) -> int:
         if target.exists():
             continue
         partial = target.with_suffix(target.suffix + ".part")
-        urllib.request.urlretrieve(f"{SOURCE}/{remote}", partial)
+        urllib.request.urlretrieve(f"{args.source}/{remote}", partial)
         partial.replace(target)
     for split in ("test", "train"):
         path = folder / f"{split}.zip"
@@ -146,7 +147,9 @@ def run_data_command(args: argparse.Namespace) -> int:
             rows = load_rows(path)
             expected = EXPECTED_ROWS.get(split)
             if expected is not None and len(rows) != expected:
-                raise SystemExit(f"{path}: {len(rows)} transitions, expected {expected}; delete it and retry")
+                path.replace(path.with_suffix(".zip.bad"))
+                raise SystemExit(f"{path}: {len(rows)} transitions, expected {expected}; moved it to "
+                                 f"{path.name}.bad, retry the download")
             print(f"{split}: {len(rows)} transitions OK ({path})")
     rules = load_rules(args.data_dir)
     print(f"rules: {len(rules)} games OK ({folder / RULES_DIRNAME})")
