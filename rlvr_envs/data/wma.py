@@ -1,0 +1,293 @@
+"""WMA web world-model records (WebArena trajectories): where they live, how they are read.
+
+The web-state task learns from WMA's world-model data (Chae et al., 2024): transitions
+collected by agents on the WebArena sites, ~14.7k records; RLVR-World kept the ~7k whose
+prompt and answer fit in 5,000 tokens and split them 99/1 (published as
+`thuml/webarena-world-model-cot` on the Hugging Face hub, `train.parquet` and
+`test.parquet`).
+
+Layout under the data root (`data_dir=` or `$RLVR_WORLD_DATA`, default
+`~/.cache/rlvr_world`)::
+
+    wma/**/*.parquet | *.jsonl | *.json     any number of files, read together
+
+A record needs the current tree, the action and the next tree. Two column layouts are read:
+  * WMA's: `observation`, `current_action`, `next_state_acctree` (+ `url`, `objective`,
+    `previous_actions`, `task_id`, `step_idx` when present);
+  * RLVR-World's (`thuml/...`), which keeps `next_state_acctree` and the filled-in prompt
+    (`question`, or the chat `prompt` column) instead of the separate fields: url,
+    objective, previous action, observation and action are read back from the prompt's
+    `URL: / OBJECTIVE: / PREVIOUS ACTION: / CURRENT OBSERVATION: / CURRENT ACTION:` lines.
+Rows that also carry `new_items`, `deleted_items`, `updated_items` (WMA's own change
+lists) keep them, so a task can score against the published targets (`target="dataset"`).
+`.json` files may hold a list of records or `{"data": [...]}` (how WMA's scripts save).
+
+Split: when the files name both a train and a test split (file or folder names starting
+with `train` / `test`), those are used; otherwise the pooled records are split 99/1 by a
+hash of their content (identical transitions always land on the same side).
+
+Errors name the file and the row (0-based for parquet and JSON lists, 1-based line for
+JSONL); `on_corrupt="skip"` drops such rows instead and reports how many.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rlvr_envs.data.bytesized32 import data_root
+
+SUBDIR = "wma"
+PATTERNS = ("*.parquet", "*.jsonl", "*.json")
+DEFAULT_REPO = "thuml/webarena-world-model-cot"
+TEST_SHARE = 100  #: one record in TEST_SHARE goes to the test split (99/1) when files do not say
+WMA_FIELDS = ("observation", "current_action", "next_state_acctree")
+SECTION_COLUMNS = {"new": "new_items", "deleted": "deleted_items", "updated": "updated_items"}
+_COLUMNS = ("url", "objective", "previous_actions", "previous_action", "current_action", "observation",
+            "next_state_acctree", "question", "prompt", "task_id", "step_idx", *SECTION_COLUMNS.values())
+_PROMPT_FIELDS = re.compile(
+    r"URL: (?P<url>[^\n]*)\n\s*OBJECTIVE: (?P<objective>.*?)\n\s*PREVIOUS ACTION: (?P<previous_action>.*?)\n"
+    r"\s*CURRENT OBSERVATION: ?\n?(?P<observation>.*?)\n\s*CURRENT ACTION: (?P<current_action>[^\n]*)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class WmaRecord:
+    """One web transition in WMA's terms (trees as WebArena text)."""
+
+    uid: str
+    url: str
+    objective: str
+    previous_actions: tuple[str, ...]
+    current_action: str
+    observation: str
+    next_state_acctree: str
+    split: str = "train"
+    #: WMA's own change lists (section -> lines) when the row carries them
+    dataset_sections: dict[str, list[str]] | None = field(default=None, compare=False)
+
+    @property
+    def previous_action(self) -> str:
+        """What the prompt shows as the previous action: the last one, or `None`."""
+        return self.previous_actions[-1] if self.previous_actions else "None"
+
+
+def folder(data_dir: str | os.PathLike | None = None) -> Path:
+    return data_root(data_dir) / SUBDIR
+
+
+def missing_message(where: Path) -> str:
+    return (f"WMA world-model data not found under {where} (no .parquet/.jsonl/.json files). Get it with "
+            f"`rlvr-world data wma --data-dir {where.parent}` (online; downloads {DEFAULT_REPO} from the Hugging Face "
+            f"hub), or put WMA's parquet/JSONL files (columns observation, current_action, next_state_acctree, "
+            f"...) there yourself; then pass data_dir= or set RLVR_WORLD_DATA.")
+
+
+def data_files(data_dir: str | os.PathLike | None = None) -> list[Path]:
+    """The record files under `<data root>/wma/` (sorted), or FileNotFoundError saying what to get."""
+    where = folder(data_dir)
+    files = sorted({p for pattern in PATTERNS for p in where.rglob(pattern)
+                    if p.is_file() and not any(part.startswith(".") for part in p.relative_to(where).parts)})
+    if not files:
+        raise FileNotFoundError(missing_message(where))
+    return files
+
+
+def _file_split(path: Path, root: Path) -> str | None:
+    for part in reversed(path.relative_to(root).with_suffix("").parts):
+        lowered = part.lower()
+        if lowered.startswith("train"):
+            return "train"
+        if lowered.startswith(("test", "val")):
+            return "test"
+    return None
+
+
+def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
+    """(where, row) for every row of a file; `where` is `file row N` or `file line N`."""
+    if path.suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            handle = pq.ParquetFile(path)
+        except Exception as exc:  # pyarrow raises several types for a damaged file
+            raise ValueError(f"{path}: not a readable parquet file ({exc}); re-download it") from None
+        columns = [c for c in handle.schema_arrow.names if c in _COLUMNS]
+        row = 0
+        for batch in handle.iter_batches(columns=columns, batch_size=256):
+            for record in batch.to_pylist():
+                yield f"{path} row {row}", record
+                row += 1
+    elif path.suffix == ".jsonl":
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield f"{path} line {number}", json.loads(line)
+                except json.JSONDecodeError as exc:
+                    yield f"{path} line {number}", ValueError(f"corrupt JSON ({exc.msg} at column {exc.colno})")
+    else:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: corrupt JSON ({exc.msg} at line {exc.lineno})") from None
+        if isinstance(data, dict) and isinstance(data.get("data"), list):
+            data = data["data"]
+        if not isinstance(data, list):
+            raise ValueError(f"{path}: expected a list of records or {{'data': [...]}}, got {type(data).__name__}")
+        for number, record in enumerate(data):
+            yield f"{path} row {number}", record
+
+
+def fields_from_prompt(text: str) -> dict[str, str] | None:
+    """url, objective, previous_action, observation, current_action read back from a filled-in
+    RLVR-World prompt (its last `URL:` ... `CURRENT ACTION:` block), or None."""
+    start = text.rfind("\nURL: ") + 1  # 0 when the prompt starts with the block (or lacks it)
+    match = _PROMPT_FIELDS.match(text, start)
+    if match is None:
+        return None
+    found = match.groupdict()
+    return {k: v.strip("\n") if k == "observation" else v.strip() for k, v in found.items()}
+
+
+def _text(value: Any, name: str, where: str) -> str:
+    if value is None:
+        raise ValueError(f"{where}: column {name!r} is empty")
+    if not isinstance(value, str):
+        raise ValueError(f"{where}: column {name!r} should be text, got {type(value).__name__}")
+    return value
+
+
+def _prompt_text(row: dict[str, Any]) -> str | None:
+    if isinstance(row.get("question"), str):
+        return row["question"]
+    messages = row.get("prompt")
+    if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
+        content = messages[-1].get("content")
+        return content if isinstance(content, str) else None
+    return None
+
+
+def record_from_row(row: Any, where: str, split: str | None) -> WmaRecord:
+    """Normalise one row (either column layout); ValueError names `where` and the problem."""
+    if isinstance(row, Exception):
+        raise ValueError(f"{where}: {row}")
+    if not isinstance(row, dict):
+        raise ValueError(f"{where}: expected a record (JSON object), got {type(row).__name__}")
+    fields = {k: row.get(k) for k in ("url", "objective", "current_action", "observation")}
+    previous: Any = row.get("previous_actions", row.get("previous_action"))
+    if fields["observation"] is None or fields["current_action"] is None:
+        prompt = _prompt_text(row)
+        recovered = fields_from_prompt(prompt) if prompt else None
+        if recovered is None:
+            missing = [k for k in WMA_FIELDS if row.get(k) is None]
+            raise ValueError(f"{where}: missing column(s) {missing} and no RLVR-World prompt (question/prompt) to "
+                             f"read them from; columns present: {sorted(k for k, v in row.items() if v is not None)}")
+        fields = {k: fields[k] if fields[k] is not None else recovered[k] for k in fields}
+        if previous is None:
+            previous = recovered["previous_action"]
+    observation = _text(fields["observation"], "observation", where)
+    following = _text(row.get("next_state_acctree"), "next_state_acctree", where)
+    action = _text(fields["current_action"], "current_action", where)
+    if not observation.strip() or not following.strip():
+        raise ValueError(f"{where}: empty accessibility tree")
+    if previous is None:
+        previous_actions: tuple[str, ...] = ()
+    elif isinstance(previous, str):
+        previous_actions = (previous,)
+    elif isinstance(previous, (list, tuple)) and all(isinstance(p, str) for p in previous):
+        previous_actions = tuple(previous)
+    else:
+        raise ValueError(f"{where}: previous_actions should be text or a list of text, got {previous!r:.80}")
+    sections = None
+    if all(isinstance(row.get(c), str) for c in SECTION_COLUMNS.values()):
+        sections = {k: [line for line in row[c].splitlines() if line.strip()] for k, c in SECTION_COLUMNS.items()}
+    if split is None:
+        digest = hashlib.sha1("\x00".join((observation, action, following)).encode("utf-8")).digest()
+        split = "test" if int.from_bytes(digest[:8], "big") % TEST_SHARE == 0 else "train"
+    task_id, step = row.get("task_id"), row.get("step_idx")
+    uid = f"wma/{task_id}/{step}" if task_id is not None and step is not None else f"wma/{where}"
+    return WmaRecord(uid=uid, url=str(fields["url"] or ""), objective=str(fields["objective"] or ""),
+                     previous_actions=previous_actions, current_action=action, observation=observation,
+                     next_state_acctree=following, split=split, dataset_sections=sections)
+
+
+def load_records(data_dir: str | os.PathLike | None = None, split: str = "all",
+                 on_corrupt: str = "raise") -> list[WmaRecord]:
+    """All records of `split` ("train", "test" or "all"), in file order.
+
+    `on_corrupt="raise"` stops at the first bad row (the error names file and row);
+    `"skip"` drops bad rows with one warning that counts them and names the first.
+    """
+    if split not in ("train", "test", "all"):
+        raise ValueError(f"split must be 'train', 'test' or 'all', got {split!r}")
+    if on_corrupt not in ("raise", "skip"):
+        raise ValueError(f"on_corrupt must be 'raise' or 'skip', got {on_corrupt!r}")
+    root = folder(data_dir)
+    files = data_files(data_dir)
+    hints = {path: _file_split(path, root) for path in files}
+    use_hints = {"train", "test"} <= set(hints.values())
+    records, skipped = [], []
+    seen: dict[str, int] = {}
+    for path in files:
+        for where, row in _raw_rows(path):
+            try:
+                record = record_from_row(row, where, hints[path] if use_hints else None)
+            except ValueError as exc:
+                if on_corrupt == "raise":
+                    raise
+                skipped.append(str(exc))
+                continue
+            if record.uid in seen:  # WMA ids repeat across agent runs: keep uids unique
+                seen[record.uid] += 1
+                record = WmaRecord(**{**record.__dict__, "uid": f"{record.uid}#{seen[record.uid]}"})
+            else:
+                seen[record.uid] = 0
+            if split == "all" or record.split == split:
+                records.append(record)
+    if skipped:
+        warnings.warn(f"skipped {len(skipped)} corrupt WMA row(s); first: {skipped[0]}", stacklevel=2)
+    return records
+
+
+# -- download command -----------------------------------------------------------------------
+
+def add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", default=None, help="data root (default: $RLVR_WORLD_DATA or ~/.cache/rlvr_world)")
+    parser.add_argument("--repo", default=DEFAULT_REPO, help=f"Hugging Face dataset id (default {DEFAULT_REPO})")
+    parser.add_argument("--revision", default=None, help="dataset revision (branch, tag or commit)")
+
+
+def run_data_command(args: argparse.Namespace) -> int:
+    """Download the records into <data root>/wma/ and check every row parses."""
+    from rlvr_envs.verifiers.acctree import parse_tree
+
+    target = folder(args.data_dir)
+    if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False"):
+        print(f"HF_HUB_OFFLINE is set: unset it to download {args.repo}, or copy the files into {target}")
+        return 2
+    from huggingface_hub import snapshot_download
+
+    target.mkdir(parents=True, exist_ok=True)
+    snapshot_download(repo_id=args.repo, repo_type="dataset", revision=args.revision, local_dir=str(target),
+                      allow_patterns=["*.parquet", "*.jsonl", "*.json", "README.md"])
+    records = load_records(args.data_dir, split="all", on_corrupt="skip")
+    if not records:
+        print(f"{target}: no usable records were downloaded from {args.repo}")
+        return 1
+    warned = sum(bool(parse_tree(r.observation).warnings or parse_tree(r.next_state_acctree).warnings)
+                 for r in records)
+    counts = {s: sum(r.split == s for r in records) for s in ("train", "test")}
+    with_targets = sum(r.dataset_sections is not None for r in records)
+    print(f"{'split':<8}{'records':>10}\n{'train':<8}{counts['train']:>10}\n{'test':<8}{counts['test']:>10}")
+    print(f"{with_targets} records carry WMA's own change lists; {warned} have tree lines that parse with warnings")
+    print(f"OK: {target}")
+    return 0

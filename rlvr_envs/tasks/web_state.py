@@ -1,0 +1,379 @@
+"""Web-page state prediction: WMA/WebArena (`RLVRWorld/WebState-v0`) and MiniWeb (`RLVRWorld/MiniWeb-v0`).
+
+The world model reads a web page's accessibility tree, the URL, the user's objective, the
+previous and the current action, and predicts how the tree changes: the `New items:`,
+`Deleted items:` and `Updated items:` of the next page (`None` for an empty section).
+Gold answers come from the (tree, next tree) pair through `acctree.extract_changes`; the
+reward is the F1 of exact-match item lines (`web_changes.score_changes`), as in
+RLVR-World, where RL raised it from 49.94 to 65.11 on WMA.
+
+Both ids share `WebChangeTask`; they differ only in where transitions come from (the WMA
+files, or the MiniWeb generator) and in the default prompt (the full RLVR-World prompt,
+or its compact form for small models).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rlvr_envs.core.task import TextTask
+from rlvr_envs.core.types import RewardResult, Transition
+from rlvr_envs.data import mini_web, wma
+from rlvr_envs.verifiers.acctree import extract_changes, parse_tree
+from rlvr_envs.verifiers.answer import AnswerError
+from rlvr_envs.verifiers.web_changes import SECTIONS, ChangeList, parse_changes, score_changes
+
+# RLVR-World's world-model prompt for WebArena, verbatim (tests compare it with
+# ../shared/data/wma/rlvr_world_model_prompt.json). Copyright (c) 2025 THUML @ Tsinghua
+# University, MIT License.
+RLVR_WORLD_PROMPT = """You are an intelligent agent that predict next state from given current action, with your own logical reasoning. You will be given web-based tasks.
+
+Here's the information you'll have:
+The user's objective: This is the task you're trying to complete.
+The current web page's accessibility tree: This is a simplified representation of the webpage, providing key information.
+The current web page's URL: This is the page you're currently navigating.
+The previous action: This is the action you just performed. It may be helpful to track your progress. 
+The current action: This is the current action that you will perform to achieve the user's objective in the current web page's accessibility tree. 
+
+The format of previous actions and current action can fall into several categories:
+
+Page Operation Actions:
+```click [id]```: This action clicks on an element with a specific id on the webpage.
+```type [id] [content]```: Use this to type the content into the field with id. By default, the "Enter" key is pressed after typing unless press_enter_after is set to 0, i.e., ```type [id] [content] [0]```.
+```hover [id]```: Hover over an element with id.
+```press [key_comb]```: Simulates the pressing of a key combination on the keyboard (e.g., Ctrl+v).
+```scroll [down]``` or ```scroll [up]```: Scroll the page up or down.
+
+Tab Management Actions:
+```new_tab```: Open a new, empty browser tab.
+```tab_focus [tab_index]```: Switch the browser's focus to a specific tab using its index.
+```close_tab```: Close the currently active tab.
+
+URL Navigation Actions:
+```goto [url]```: Navigate to a specific URL.
+```go_back```: Navigate to the previously viewed page.
+```go_forward```: Navigate to the next page (if a previous 'go_back' action was performed)
+
+Completion Action:
+```stop [answer]```: Issue this action when you believe the task is complete. If the objective is to find a text-based answer, provide the answer in the bracket
+
+To be successful, it is very important to understand the effect of current action on the next state of the webpage. You need to verify whether the current action is successful to make an intended effect on the webpage.
+
+Follow the following rules for reasoning on next state prediction.
+1. Please generate your answer with your logical REASONING.
+2. You must generate a prediction DIRECTLY for the next state based on given generated action. 
+3. Generate the state prediction in the correct format. Refer to the format instruction below for your reference.
+Format Description:
+
+The output is divided into three sections:
+New items:
+Deleted items:
+Updated items:
+
+Each section is separated by an empty line. If a section has no items, simply write 'None' after the section title.
+
+Each item entry must follow this structure:
+[ID] type 'content' [additional attributes]
+
+Details:
+- [ID]: A numeric identifier enclosed in square brackets (e.g., [71]). This uniquely identifies the item.
+- type: A string representing the item type, such as generic, link, menu, gridcell, menubar, img, button, StaticText, heading, textbox, main, tablist, tab, tabpanel, table, row, columnheader, contentinfo, RootWebArea, etc.
+- 'content': A string enclosed in single quotes that shows the item's content (for example, 'Sales', 'Dashboard'). This can be empty, shown as ''.
+- [additional attributes]: Optional key-value pairs that come after the content. They are formatted as `key: value` and separated by a space. Common attributes include:
+- required: False (or True)
+- orientation: vertical (or horizontal)
+- hasPopup: menu
+- expanded: True (or False)
+- selected: True (or False)
+- controls: <identifier>
+- focused: True, etc.
+
+Examples:
+
+1. Simple Item Example:
+[1022] gridcell '23' required: False
+- ID: 1022
+- Type: gridcell
+- Content: '23'
+- Attribute: required is False
+
+2. Item with Additional Attributes:
+[1122] tab 'The information in this tab has been changed. This tab contains invalid data. Please resolve this before saving. Loading... Bestsellers' expanded: True selected: True controls: grid_tab_ordered_products_content
+- ID: 1122
+- Type: tab
+-  Content : A detailed description inside single quotes.
+- Attributes: expanded is True, selected is True, controls is grid_tab_ordered_products_content
+
+3. Overall Response Example:
+
+New items:
+[1273] StaticText 'Vortex Running Shoes'
+[1272] button 'Search'
+
+Deleted items:
+None
+
+Updated items:
+[1220] textbox '\\ue60c' focused: True required: False
+
+
+Now, let's start the task. Here's the task for you:
+URL: {url}
+ OBJECTIVE: {objective}
+ PREVIOUS ACTION: {previous_action}
+ CURRENT OBSERVATION: {observation}
+ CURRENT ACTION: {current_action}
+ 
+ Please give the result directly in the format of the next state prediction."""
+
+#: the compact prompt for small models: one instruction line, then the same task block
+COMPACT_PROMPT = (
+    "Predict how the web page's accessibility tree changes after the current action. Answer with the sections "
+    "'New items:', 'Deleted items:' and 'Updated items:', separated by an empty line, each listing one item per "
+    "line as [ID] role 'name' key: value, or None.\n" + RLVR_WORLD_PROMPT[RLVR_WORLD_PROMPT.index("URL: {url}"):])
+PROMPTS = {"full": RLVR_WORLD_PROMPT, "compact": COMPACT_PROMPT}
+TARGETS = ("extracted", "dataset")
+METRIC_KEYS = ("f1", "precision", "recall", "matches", "predicted", "gold",
+               *(f"{s}_{m}" for s in SECTIONS for m in ("precision", "recall", "f1")))
+
+
+def record_transition(record: wma.WmaRecord, target: str = "extracted") -> Transition:
+    """A WMA-style record as a Transition whose `meta["gold"]` is the gold `ChangeList`.
+
+    `target="extracted"` (default) derives the gold from the two trees with
+    `extract_changes`; `"dataset"` uses the change lists the record carries (WMA's own
+    targets, for comparing with published numbers).
+    """
+    changes = extract_changes(parse_tree(record.observation), parse_tree(record.next_state_acctree))
+    if target == "extracted":
+        gold = ChangeList.from_changes(changes)
+    elif target == "dataset":
+        if record.dataset_sections is None:
+            raise ValueError(f"{record.uid}: target='dataset' needs the new_items/deleted_items/updated_items columns")
+        gold = ChangeList.from_sections(record.dataset_sections)
+    else:
+        raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
+    return Transition(
+        uid=record.uid, state=record.observation, action=record.current_action, next_state=record.next_state_acctree,
+        split=record.split, changed=changes.changed,
+        meta={"url": record.url, "objective": record.objective, "previous_action": record.previous_action,
+              "gold": gold})
+
+
+def web_prompt(transition: Transition, style: str = "full") -> str:
+    """q(s, a): the RLVR-World prompt (`style="full"`) or its compact form, filled in."""
+    meta = transition.meta
+    return PROMPTS[style].format(url=meta["url"], objective=meta["objective"],
+                                 previous_action=meta["previous_action"], observation=transition.state,
+                                 current_action=transition.action)
+
+
+class WebChangeTask(TextTask):
+    """Item-change prediction over web transitions (any source of `WmaRecord`s).
+
+    Reward: F1 in [0, 1] of exact-match canonical item lines pooled over the three sections
+    (`None` an ordinary item, duplicated lines counted as a multiset); `metrics` adds
+    pooled precision/recall, counts, and precision/recall/F1 per section. A response with
+    no section title scores 0 with an error. See `rlvr_envs.verifiers.web_changes`.
+
+    `max_total_tokens` drops transitions whose prompt plus gold answer exceed it (RLVR-World
+    kept those of at most 5,000 tokens); counted with this task's tokenizer.
+    """
+
+    modality = "web"
+    min_reward = 0.0
+    reward_description = "F1 of exact-match item lines over New/Deleted/Updated items"
+
+    def __init__(self, records: Sequence[wma.WmaRecord], tokenizer: Any, prompt: str, target: str,
+                 max_total_tokens: int | None, max_response_tokens: int | None):
+        from rlvr_envs.tokenizers import load_tokenizer
+
+        if prompt not in PROMPTS:
+            raise ValueError(f"prompt must be one of {sorted(PROMPTS)}, got {prompt!r}")
+        self.prompt_style = prompt
+        transitions = [record_transition(r, target) for r in records]
+        tokenizer = load_tokenizer(tokenizer)
+        if max_total_tokens is not None and transitions:
+            enc = tokenizer([self.prompt_text(t) + self.target_text(t) for t in transitions],
+                            add_special_tokens=False)["input_ids"]
+            kept = [t for t, ids in zip(transitions, enc) if len(ids) <= max_total_tokens]
+            if not kept:
+                raise ValueError(f"no transition fits max_total_tokens={max_total_tokens} "
+                                 f"(shortest prompt+answer: {min(map(len, enc))} tokens)")
+            self.n_too_long = len(transitions) - len(kept)
+            transitions = kept
+        else:
+            self.n_too_long = 0
+        if not transitions:
+            raise ValueError("no transitions to build the task from")
+        super().__init__(transitions, tokenizer, None, max_response_tokens)
+
+    def prompt_text(self, transition: Transition) -> str:
+        return web_prompt(transition, self.prompt_style)
+
+    def target_text(self, transition: Transition) -> str:
+        return transition.meta["gold"].text()
+
+    def score_text(self, index: int, text: str) -> RewardResult:
+        try:
+            predicted = parse_changes(text)
+        except AnswerError as exc:
+            return RewardResult.failure(self.min_reward, str(exc), dict.fromkeys(METRIC_KEYS, 0.0))
+        metrics = score_changes(predicted, self.transition(index).meta["gold"])
+        return RewardResult(reward=metrics["f1"], metrics=metrics, parsed=True, prediction=predicted.as_dict())
+
+
+@dataclass(frozen=True)
+class WebStateConfig:
+    """Arguments of `RLVRWorld/WebState-v0` (pass them to `gym.make`)."""
+
+    data_dir: str | None = None  #: data root; default $RLVR_WORLD_DATA or ~/.cache/rlvr_world
+    split: str = "test"  #: "train", "test" (the 99/1 split, see rlvr_envs.data.wma) or "all"
+    tokenizer: Any = None  #: the world model's tokenizer (HF name/path/object); default embedded
+    prompt: str = "full"  #: "full" (RLVR-World's prompt) or "compact"
+    target: str = "extracted"  #: gold from the trees ("extracted") or the files' change lists ("dataset")
+    max_total_tokens: int | None = 5000  #: drop transitions whose prompt + gold answer is longer
+    max_response_tokens: int | None = None  #: response budget (default: longest gold + 25%)
+    limit: int | None = None  #: keep the first N records of the split (before the length filter)
+    on_corrupt: str = "raise"  #: "raise" at a bad row (named by file and row) or "skip" it
+
+    def validate(self) -> None:
+        if self.split not in ("train", "test", "all"):
+            raise ValueError(f"split must be 'train', 'test' or 'all', got {self.split!r}")
+        if self.prompt not in PROMPTS:
+            raise ValueError(f"prompt must be one of {sorted(PROMPTS)}, got {self.prompt!r}")
+        if self.target not in TARGETS:
+            raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
+        if self.on_corrupt not in ("raise", "skip"):
+            raise ValueError(f"on_corrupt must be 'raise' or 'skip', got {self.on_corrupt!r}")
+        for name in ("max_total_tokens", "max_response_tokens", "limit"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be positive, got {value}")
+
+
+class WebStateTask(WebChangeTask):
+    """
+    ## Description
+    Web-page state prediction on WMA's WebArena transitions, RLVR-World's web domain: from
+    the accessibility tree, URL, objective, previous and current action, predict the
+    `New items:` / `Deleted items:` / `Updated items:` of the next page. Needs the WMA files
+    (`rlvr-world data wma`; see `rlvr_envs.data.wma`).
+
+    ## Reward
+    Item-change F1 in [0, 1] (max 1.0 for every transition; unparsable answers 0).
+
+    ## Arguments
+    ```python
+    import gymnasium as gym
+    env = gym.make("RLVRWorld/WebState-v0", data_dir="~/data", split="test", tokenizer="Qwen/Qwen2.5-1.5B")
+    ```
+    See `WebStateConfig`.
+
+    ## Version History
+    * v0: initial release.
+    """
+
+    name = "wma"
+    Config = WebStateConfig
+
+    def __init__(self, config: WebStateConfig):
+        records = wma.load_records(config.data_dir, config.split, config.on_corrupt)
+        if not records:
+            raise ValueError(f"no WMA records in split {config.split!r} under {wma.folder(config.data_dir)}")
+        if config.limit is not None:
+            records = records[: config.limit]
+        super().__init__(records, config.tokenizer, config.prompt, config.target, config.max_total_tokens,
+                         config.max_response_tokens)
+
+    @staticmethod
+    def availability(data_dir: str | None = None) -> tuple[bool, str]:
+        try:
+            wma.data_files(data_dir)
+        except FileNotFoundError:
+            return False, f"run `rlvr-world data wma` (no WMA files under {wma.folder(data_dir)})"
+        return True, "data found"
+
+
+@dataclass(frozen=True)
+class MiniWebTaskConfig:
+    """Arguments of `RLVRWorld/MiniWeb-v0` (pass them to `gym.make`)."""
+
+    seed: int = 0  #: generator seed; transitions are a pure function of (config, seed, index)
+    split: str = "test"  #: "train" or "test": disjoint generator streams of the same seed
+    size: int = 256  #: number of transitions
+    tokenizer: Any = None  #: the world model's tokenizer (HF name/path/object); default embedded
+    prompt: str = "compact"  #: "compact" (short, for small models) or "full" (RLVR-World's prompt)
+    sites: tuple[str, ...] = mini_web.SITES  #: site kinds: shop, forum, admin
+    list_items: int = 3  #: list entries visible at once
+    list_extra: int = 3  #: up to this many more below the viewport
+    history: int = 2  #: at most this many earlier actions before the predicted one
+    max_total_tokens: int | None = None  #: drop transitions whose prompt + gold answer is longer
+    max_response_tokens: int | None = None  #: response budget (default: longest gold + 25%)
+
+    def __post_init__(self):
+        if not isinstance(self.sites, tuple):
+            object.__setattr__(self, "sites", (self.sites,) if isinstance(self.sites, str) else tuple(self.sites))
+
+    def generator_config(self) -> mini_web.MiniWebConfig:
+        return mini_web.MiniWebConfig(sites=self.sites, list_items=self.list_items, list_extra=self.list_extra,
+                                      history=self.history)
+
+    def validate(self) -> None:
+        if self.split not in ("train", "test"):
+            raise ValueError(f"split must be 'train' or 'test', got {self.split!r}")
+        if self.size < 1:
+            raise ValueError(f"size must be positive, got {self.size}")
+        if self.prompt not in PROMPTS:
+            raise ValueError(f"prompt must be one of {sorted(PROMPTS)}, got {self.prompt!r}")
+        for name in ("max_total_tokens", "max_response_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be positive, got {value}")
+        self.generator_config().validate()
+
+
+class MiniWebTask(WebChangeTask):
+    """
+    ## Description
+    The web-state task on MiniWeb, a procedural web-page simulator shipped with the package
+    (`rlvr_envs.data.mini_web`): shop, forum and admin pages in WebArena's tree format;
+    clicks, typing, hovering, scrolling and going back, with their effects. Gold answers
+    come from the same change extraction as `RLVRWorld/WebState-v0`. Trees are ~10-40
+    lines, so the compact prompt fits a small model on a CPU. No download.
+
+    ## Reward
+    Item-change F1 in [0, 1], exactly as WebState-v0.
+
+    ## Arguments
+    ```python
+    import gymnasium as gym
+    env = gym.make("RLVRWorld/MiniWeb-v0", split="train", size=5000, seed=0)
+    ```
+    See `MiniWebTaskConfig`.
+
+    ## Version History
+    * v0: initial release.
+    """
+
+    name = "miniweb"
+    Config = MiniWebTaskConfig
+
+    def __init__(self, config: MiniWebTaskConfig):
+        generator = config.generator_config()
+        stream = 2 * config.seed + (config.split == "test")  # train and test never share a stream
+        records = []
+        for index in range(config.size):
+            row = mini_web.generate(generator, stream, index)
+            records.append(wma.WmaRecord(
+                uid=f"miniweb/{config.split}/{config.seed}/{index}", url=row["url"], objective=row["objective"],
+                previous_actions=tuple(row["previous_actions"]), current_action=row["current_action"],
+                observation=row["observation"], next_state_acctree=row["next_state_acctree"], split=config.split))
+        super().__init__(records, config.tokenizer, config.prompt, "extracted", config.max_total_tokens,
+                         config.max_response_tokens)
+
+    @staticmethod
+    def availability(data_dir: str | None = None) -> tuple[bool, str]:
+        return True, "embedded"
