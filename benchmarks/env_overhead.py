@@ -49,14 +49,16 @@ def make_responses(task, n: int, seed: int) -> tuple[list[int], list[list[int]]]
     return indices, responses
 
 
-def best_of(repeats: int, fn) -> float:
-    """Minimum wall time of `repeats` runs (the least disturbed by the other core's load)."""
-    times = []
+def best_of_interleaved(repeats: int, *fns) -> list[float]:
+    """Minimum wall time of each function over `repeats` rounds, the functions alternating
+    within a round so that load from other processes hits them alike."""
+    best = [float("inf")] * len(fns)
     for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return min(times)
+        for k, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - start)
+    return best
 
 
 def main() -> None:
@@ -99,8 +101,7 @@ def main() -> None:
     assert np.allclose(direct, via_env), "env and verifier disagree"
 
     bare_verifier(), env_path()  # warm-up
-    t_verify = best_of(args.repeats, bare_verifier)
-    t_env = best_of(args.repeats, env_path)
+    t_verify, t_env = best_of_interleaved(args.repeats, bare_verifier, env_path)
 
     batch = args.batch
     n_batches = len(actions) // batch
@@ -119,8 +120,7 @@ def main() -> None:
                 single.step(actions[b * batch + j])
 
     batched(), looped()
-    t_batched = best_of(args.repeats, batched)
-    t_looped = best_of(args.repeats, looped)
+    t_batched, t_looped = best_of_interleaved(args.repeats, batched, looped)
 
     result = {
         "env_id": args.env_id,

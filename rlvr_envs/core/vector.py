@@ -14,8 +14,40 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from rlvr_envs.core.env import MODES, action_space, observation, observation_space, response_from_action, result_info
+from rlvr_envs.core.env import MODES, action_space, observation_space, response_from_action, result_info
 from rlvr_envs.core.task import Task
+
+
+#: info values kept whole (one object per env) instead of being split into arrays
+OPAQUE_INFO_KEYS = ("prediction",)
+
+
+def batch_infos(per_env: dict[int, dict[str, Any]], num_envs: int) -> dict[str, Any]:
+    """Gymnasium's vector-info layout (an array per key plus a `_key` mask), built key by
+    key in one pass instead of env by env (`VectorEnv._add_info` is the slow path)."""
+    out: dict[str, Any] = {}
+    keys = dict.fromkeys(key for info in per_env.values() for key in info)
+    for key in keys:
+        present = {i: info[key] for i, info in per_env.items() if key in info}
+        mask = np.zeros(num_envs, dtype=bool)
+        mask[list(present)] = True
+        values = list(present.values())
+        if key not in OPAQUE_INFO_KEYS and all(isinstance(v, dict) for v in values):
+            out[key] = batch_infos(present, num_envs)
+        else:
+            if all(isinstance(v, (bool, np.bool_)) for v in values):
+                array = np.zeros(num_envs, dtype=bool)
+            elif all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+                array = np.zeros(num_envs, dtype=np.int64)
+            elif all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool) for v in values):
+                array = np.zeros(num_envs, dtype=np.float64)
+            else:
+                array = np.full(num_envs, None, dtype=object)
+            for i, value in present.items():
+                array[i] = value
+            out[key] = array
+        out[f"_{key}"] = mask
+    return out
 
 
 class BatchedNextStatePredictionVectorEnv(VectorEnv):
@@ -50,12 +82,20 @@ class BatchedNextStatePredictionVectorEnv(VectorEnv):
         self._responses: list[list[int]] = [[] for _ in range(self.num_envs)]
 
     # -- helpers -----------------------------------------------------------------------
-    def _single_obs(self, i: int) -> dict[str, np.ndarray]:
-        return observation(self.task, int(self._indices[i]), self._responses[i])
-
     def _batch_obs(self) -> dict[str, np.ndarray]:
-        singles = [self._single_obs(i) for i in range(self.num_envs)]
-        return {key: np.stack([obs[key] for obs in singles]) for key in self.single_observation_space}
+        """The batched observation, built array by array (not env by env: this is hot)."""
+        task = self.task
+        prompts = [task.padded_prompt(int(index)) for index in self._indices]
+        width = task.max_response_len
+        responses = np.full((self.num_envs, width), task.pad_token_id, dtype=np.int64)
+        lengths = np.zeros((self.num_envs, 1), dtype=np.int64)
+        for row, response in enumerate(self._responses):
+            n = lengths[row, 0] = min(len(response), width)
+            responses[row, :n] = response[:n]
+        if responses.view(np.uint64).max() >= task.vocab_size:  # out-of-vocabulary ids: clip the view
+            np.clip(responses, 0, task.vocab_size - 1, out=responses)
+        return {"prompt": np.stack([p for p, _ in prompts]), "prompt_len": np.stack([n for _, n in prompts]),
+                "response": responses, "response_len": lengths}
 
     def _start(self, envs: np.ndarray, indices: np.ndarray) -> None:
         for i, index in zip(envs, indices):
@@ -64,9 +104,9 @@ class BatchedNextStatePredictionVectorEnv(VectorEnv):
             self._indices[i] = int(index)
             self._responses[i] = [int(t) for t in self.task.forced_tokens(int(index), [])]
 
-    def _reset_info(self, infos: dict[str, Any], i: int) -> dict[str, Any]:
-        index = int(self._indices[i])
-        return self._add_info(infos, {"index": index, "transition_id": self.task.transition(index).uid}, i)
+    def _reset_infos(self, envs) -> dict[int, dict[str, Any]]:
+        return {int(i): {"index": int(self._indices[i]), "transition_id": self.task.transition(int(self._indices[i])).uid}
+                for i in envs}
 
     # -- gymnasium API -----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -81,10 +121,7 @@ class BatchedNextStatePredictionVectorEnv(VectorEnv):
             if indices.shape != (self.num_envs,):
                 raise ValueError(f"options['index'] must be an int or {self.num_envs} ints, got shape {indices.shape}")
         self._start(np.arange(self.num_envs), indices)
-        infos: dict[str, Any] = {}
-        for i in range(self.num_envs):
-            infos = self._reset_info(infos, i)
-        return self._batch_obs(), infos
+        return self._batch_obs(), batch_infos(self._reset_infos(range(self.num_envs)), self.num_envs)
 
     def step(self, actions):
         task = self.task
@@ -114,19 +151,16 @@ class BatchedNextStatePredictionVectorEnv(VectorEnv):
         finished = np.flatnonzero(done)
         if finished.size:
             results = task.verify(self._indices[finished].tolist(), [self._responses[i] for i in finished])
-            new_indices = self.np_random.integers(len(task), size=finished.size)
-            predictions = np.full(self.num_envs, None, dtype=object)
-            for i, result in zip(finished, results):
+            final_infos, final_obs = {}, np.full(self.num_envs, None, dtype=object)
+            last = self._batch_obs()
+            for i, result in zip(finished.tolist(), results):
                 rewards[i] = result.reward
-                final_info = result_info(task, int(self._indices[i]), result, self._responses[i])
-                # predictions are free-form structures: keep them whole, one object per env
-                predictions[i] = final_info.pop("prediction")
-                infos = self._add_info(infos, {"final_obs": self._single_obs(i), "final_info": final_info}, i)
-            infos["final_info"]["prediction"] = predictions
-            infos["final_info"]["_prediction"] = done.copy()
-            self._start(finished, new_indices)
-            for i in finished:
-                infos = self._reset_info(infos, i)
+                final_infos[i] = result_info(task, int(self._indices[i]), result, self._responses[i])
+                final_obs[i] = {key: value[i] for key, value in last.items()}
+            infos = {"final_info": batch_infos(final_infos, self.num_envs), "_final_info": done.copy(),
+                     "final_obs": final_obs, "_final_obs": done.copy()}
+            self._start(finished, self.np_random.integers(len(task), size=finished.size))
+            infos.update(batch_infos(self._reset_infos(finished), self.num_envs))
         return self._batch_obs(), rewards, done.copy(), np.zeros(self.num_envs, dtype=bool), infos
 
     def render(self):
