@@ -45,6 +45,10 @@ ENVS: tuple[EnvEntry, ...] = (
     EnvEntry("RLVRWorld/TextGame-TaskReward-v0", "rlvr_envs.tasks.text_game:ByteSized32Task", "text",
              "0.1*acc_all + 1.0*acc_changed + 0.2*exact", "ByteSized32, task-specific reward",
              {"reward": "task"}),
+    EnvEntry("RLVRWorld/WebState-v0", "rlvr_envs.tasks.web_state:WebStateTask", "web",
+             "F1 of exact-match changed item lines", "WMA/WebArena web-page state prediction"),
+    EnvEntry("RLVRWorld/MiniWeb-v0", "rlvr_envs.tasks.web_state:MiniWebTask", "web",
+             "F1 of exact-match changed item lines", "procedural WebArena-style pages (embedded)"),
 )
 
 
