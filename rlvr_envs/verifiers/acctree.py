@@ -65,15 +65,15 @@ class Item:
 
     `name` is None when the line has no quoted name at all (WebArena always writes one,
     possibly ''); `attrs` keeps the tree's order; `depth` (number of leading tabs) and
-    `line_no` say where the item stood and take no part in equality of lines.
+    `line_no` say where the item stood and take no part in equality.
     """
 
     id: str
     role: str
     name: str | None
     attrs: tuple[tuple[str, str], ...] = ()
-    depth: int = 0
-    line_no: int = 0
+    depth: int = field(default=0, compare=False)
+    line_no: int = field(default=0, compare=False)
 
     @property
     def line(self) -> str:

@@ -1,0 +1,443 @@
+"""Accessibility-tree parsing, canonical lines and change extraction (rlvr_envs.verifiers.acctree).
+
+The extraction is checked line by line on the two real WebArena (tree, next tree) pairs in
+../shared/data/wma/text_only_acctree_format.json (the few-shot examples of WMA's prompt).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rlvr_envs.verifiers.acctree import (
+    UNMATCHED_COST, Item, TreeParseError, extract_changes, match_cost, match_items, matchable, parse_item,
+    parse_tree, quote_name)
+from tests.conftest import shared_data_or_skip
+
+
+def real_pairs() -> list[tuple[str, str, str]]:
+    """(observation, action, next tree) of the two real examples.
+
+    The next trees sit in the examples' answers after `[Next State]:`, on the same line as a
+    `Tab 0 (current): <title>` header; that header is cut off here (in observations it has
+    its own line, which the parser skips)."""
+    path = shared_data_or_skip("wma", "text_only_acctree_format.json")
+    pairs = []
+    for prompt, answer in json.loads(path.read_text(encoding="utf-8"))["examples"]:
+        observation, action = prompt.split("CURRENT OBSERVATION:\n", 1)[1].split("\n CURRENT ACTION: ")
+        following = answer.split("[Next State]:", 1)[1]
+        following = re.sub(r"^\s*Tab \d+ \(current\): .*? (?=\[\d+\] RootWebArea)", "", following, count=1)
+        pairs.append((observation, action.strip(), following))
+    return pairs
+
+
+EXAMPLE0_NEW = [
+    "[191] link 'Where is this?'",
+    "[1448] heading 'Node: Carnegie Mellon Café (9234421950)'",
+    "[1454] heading 'Version #1'",
+    "[1491] StaticText '(no comment)'",
+    "[1492] StaticText 'Edited '",
+    "[1458] Abbr 'Mon, 08 Nov 2021 05:11:00 +0000'",
+    "[1493] StaticText 'over 2 years ago'",
+    "[1494] StaticText ' by anonymous'",
+    "[1495] StaticText 'Changeset #'",
+    "[1460] link '0'",
+    "[1497] StaticText 'Location: '",
+    "[1462] link '40.4424191, -79.9397388'",
+    "[1465] heading 'Tags'",
+    "[1466] table ''",
+    "[1468] row ''",
+    "[1469] rowheader 'amenity' required: False",
+    "[1470] link 'amenity'",
+    "[1471] cell 'restaurant'",
+    "[1472] link 'restaurant'",
+    "[1473] row ''",
+    "[1474] rowheader 'name' required: False",
+    "[1475] link 'name'",
+    "[1476] cell 'Carnegie Mellon Café'",
+    "[1478] link 'Download XML'",
+    "[1507] StaticText ' · '",
+    "[1479] link 'View History'",
+    "[272] generic 'Zoom In Zoom Out Show My Location Layers Share 20 m 50 ft © OpenStreetMap contributors ♥ Make a Donation. Website and API terms'",
+    "[1303] image ''",
+    "[425] link 'Zoom In'",
+    "[426] link 'Zoom Out'",
+    "[427] button 'Show My Location'",
+    "[291] link 'Layers'",
+    "[333] link ''",
+    "[344] link 'Share'",
+    "[422] link ''",
+    "[424] link ''",
+    "[1439] StaticText '20 m'",
+    "[1440] StaticText '50 ft'",
+    "[488] StaticText '© '",
+    "[459] link 'OpenStreetMap contributors'",
+    "[490] StaticText ' ♥ '",
+    "[460] link 'Make a Donation'",
+    "[492] StaticText '. '",
+    "[461] link 'Website and API terms'",
+]
+EXAMPLE0_DELETED = [
+    "[642] StaticText 'restaurants near CMU'",
+    "[682] heading 'Search Results'",
+    "[685] heading 'Results from OpenStreetMap Nominatim'",
+    "[686] link 'OpenStreetMap Nominatim'",
+    "[731] StaticText 'Restaurant '",
+    "[707] link 'Carnegie Mellon Café, 5125, Margaret Morrison Street, Squirrel Hill North, Pittsburgh, Allegheny County, 15213, United States'",
+    "[709] link 'Rooted, 5125, Margaret Morrison Street, Squirrel Hill North, Pittsburgh, Allegheny County, 15213, United States'",
+    "[711] link 'Tahini, Margaret Morrison Street, Squirrel Hill North, Pittsburgh, Allegheny County, 15213, United States'",
+    "[737] StaticText 'Restaurant '",
+    "[713] link 'Schatz Dining Room, 5032, Forbes Avenue, Squirrel Hill North, Pittsburgh, Allegheny County, 15213, United States'",
+    "[715] link 'Taste of India, 5125, Margaret Morrison Street, Squirrel Hill North, Pittsburgh, Allegheny County, 15213, United States'",
+    "[717] link 'Cucina, Margaret Morrison Street, Squirrel Hill North, Pittsburgh, Allegheny County, 15213, United States'",
+]
+EXAMPLE0_UPDATED = [
+    "[64] RootWebArea 'Node: \\u202aCarnegie Mellon Café\\u202c (\\u202a9234421950\\u202c) | OpenStreetMap' focused: True",
+    "[62] textbox 'Search' required: False",
+    "[1452] button 'Close'",
+]
+EXAMPLE1_NEW = [
+    '[4167] RootWebArea "Search results for: \'HP Inkjet Fax Machine\'" focused: True',
+    '[5912] heading "Search results for: \'HP Inkjet Fax Machine\'"',
+    "[4541] link 'View as \\ue60b List'",
+    "[4182] StaticText '12'",
+    "[4184] StaticText '11485'",
+    "[5949] link '\\ue614 Set Ascending Direction'",
+    "[5953] DescriptionList ''",
+    "[5954] term ''",
+    "[4191] StaticText 'Did you mean'",
+    "[5955] definition ''",
+    "[5956] link 'hp inspect fax machine'",
+    "[5958] definition ''",
+    "[5959] link 'hp inkjet fax machine'",
+    "[5965] link 'Image'",
+    "[5969] image 'Image'",
+    "[5974] link 'HP CB782A#ABA 640 Inkjet Fax Machine (Renewed)'",
+    "[4195] StaticText '$279.49'",
+    "[5990] button 'Add to Cart'",
+    "[5995] button 'Add to Wish List'",
+    "[5998] button 'Add to Compare'",
+    "[6005] link 'Image'",
+    "[6008] image 'Image'",
+    "[6013] link 'HP Officejet Pro L7780 Color All-in-One Printer/Fax/Scanner/Copier (C8192A#ABA)'",
+    "[6015] LayoutTable ''",
+    "[4205] StaticText 'Rating:'",
+    "[6019] generic '60%'",
+    "[6024] link '12 \\xa0Reviews'",
+    "[4208] StaticText '$60.98'",
+    "[6057] link 'Image'",
+    "[6061] image 'Image'",
+    "[6066] link 'HP CF484A LaserJet Pro MFP M225DN Multifunction Laser Printer, Copy/Fax/Print/Scan'",
+    "[6068] LayoutTable ''",
+    "[4218] StaticText 'Rating:'",
+    "[6072] generic '75%'",
+    "[6077] link '5 \\xa0Reviews'",
+    "[4221] StaticText '$300.00'",
+    "[6110] link 'Image'",
+    "[6114] image 'Image'",
+    "[6119] link 'BRTFAX2840 - Brother intelliFAX-2840 Laser Fax Machine'",
+    "[4228] StaticText '$199.99'",
+    "[6135] button 'Add to Cart'",
+    "[6140] button 'Add to Wish List'",
+    "[6143] button 'Add to Compare'",
+    "[6587] definition ''",
+    "[6590] link 'Beauty & Personal Care( 1070 item )'",
+    "[6596] link 'Sports & Outdoors( 198 item )'",
+    "[6602] link 'Clothing, Shoes & Jewelry( 6686 item )'",
+    "[6608] link 'Home & Kitchen( 1985 item )'",
+    "[6614] link 'Office Products( 239 item )'",
+    "[6620] link 'Tools & Home Improvement( 54 item )'",
+    "[6626] link 'Health & Household( 23 item )'",
+    "[6632] link 'Patio, Lawn & Garden( 17 item )'",
+    "[6638] link 'Electronics( 864 item )'",
+    "[6644] link 'Cell Phones & Accessories( 67 item )'",
+    "[6650] link 'Video Games( 44 item )'",
+    "[6656] link 'Grocery & Gourmet Food( 238 item )'",
+    "[6664] heading 'Compare Products'",
+    "[4466] StaticText 'You have no items to compare.'",
+    "[6687] heading 'My Wish List'",
+]
+EXAMPLE1_DELETED = [
+    "[1] RootWebArea 'Health & Household' focused: True",
+    "[174] link 'My Account'",
+    "[172] link 'My Wish List'",
+    "[176] link 'Sign In'",
+    "[179] StaticText 'Welcome to One Stop Market'",
+    "[180] link 'Create an Account'",
+    "[102] link 'Skip to Content'",
+    "[184] link '\ue611 My Cart'",
+    "[1792] StaticText 'Search'",
+    "[407] combobox '\ue615 Search' autocomplete: both hasPopup: listbox required: False expanded: False",
+    "[1795] link 'Advanced Search'",
+    "[410] button 'Search' disabled: True",
+    "[17] tablist '' multiselectable: False orientation: horizontal",
+    "[19] tabpanel ''",
+    "[188] menu '' orientation: vertical",
+    "[315] menuitem '\ue622 Beauty & Personal Care' hasPopup: menu",
+    "[318] menuitem '\ue622 Sports & Outdoors' hasPopup: menu",
+    "[321] menuitem '\ue622 Clothing, Shoes & Jewelry' hasPopup: menu",
+    "[324] menuitem '\ue622 Home & Kitchen' hasPopup: menu",
+    "[327] menuitem '\ue622 Office Products' hasPopup: menu",
+    "[330] menuitem '\ue622 Tools & Home Improvement' hasPopup: menu",
+    "[332] menuitem '\ue622 Health & Household' hasPopup: menu",
+    "[334] menuitem '\ue622 Patio, Lawn & Garden' hasPopup: menu",
+    "[337] menuitem '\ue622 Electronics' hasPopup: menu",
+    "[140] link 'Home '",
+    "[143] StaticText 'Health & Household'",
+    "[144] heading 'Health & Household Items 1-12 of 537'",
+    "[212] link 'View as \ue60b List'",
+    "[203] StaticText '537'",
+    "[222] link '\ue613 Set Descending Direction'",
+    "[253] DescriptionListDetail ''",
+    "[1986] link 'Household Supplies( 277 item )'",
+    "[1987] link 'Health Care( 86 item )'",
+    "[1988] link 'Diet & Sports Nutrition( 108 item )'",
+]
+EXAMPLE1_UPDATED = [
+    "[5909] main ''",
+    "[4340] StaticText 'View as'",
+    "[5933] strong 'Grid'",
+    "[4179] StaticText 'Items '",
+    "[4181] StaticText '-'",
+    "[4183] StaticText ' of '",
+    "[4188] StaticText 'Sort By'",
+    "[4494] combobox 'Sort By' hasPopup: menu expanded: False",
+    "[4339] StaticText 'Shop By'",
+    "[6583] heading 'Shopping Options'",
+    "[6585] DescriptionList ''",
+    "[6586] heading 'Category'",
+]
+
+
+EXPECTED = [
+    {"new": EXAMPLE0_NEW, "deleted": EXAMPLE0_DELETED, "updated": EXAMPLE0_UPDATED},
+    {"new": EXAMPLE1_NEW, "deleted": EXAMPLE1_DELETED, "updated": EXAMPLE1_UPDATED},
+]
+
+
+# -- the real pairs ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("k", [0, 1])
+def test_real_pairs_parse_strictly(k):
+    observation, _, following = real_pairs()[k]
+    before, after = parse_tree(observation, strict=True), parse_tree(following, strict=True)
+    assert (len(before.items), len(after.items)) == [(33, 65), (46, 71)][k]
+    assert before.headers == ((), ("Tab 0 (current): Health & Household",))[k]
+    assert not before.warnings and not after.warnings
+    assert before.items[0].role == "RootWebArea" and before.items[0].depth == 0
+    assert max(i.depth for i in after.items) == 4
+
+
+@pytest.mark.parametrize("k", [0, 1])
+def test_real_pairs_extract_line_by_line(k):
+    observation, _, following = real_pairs()[k]
+    sections = extract_changes(observation, following).sections()
+    for section in ("new", "deleted", "updated"):
+        assert sections[section] == EXPECTED[k][section], section
+
+
+def test_real_pair_details():
+    (obs0, action0, next0), (obs1, _, next1) = real_pairs()
+    assert action0.startswith("click [707]")
+    changes = extract_changes(obs0, next0)
+    updated = {b.id: a for a, b in changes.updated}
+    # the search box lost its focus: same id, attributes changed
+    assert updated["62"].line == "[62] textbox 'Search' focused: True required: False"
+    # the results panel's close button was re-rendered under a new id: same role and name
+    assert updated["1452"].line == "[684] button 'Close'"
+    # names with embedded single quotes parse, and are canonically double-quoted
+    root = parse_tree(next1).items[0]
+    assert root.name == "Search results for: 'HP Inkjet Fax Machine'"
+    assert root.attrs == (("focused", "True"),)
+    # escapes are kept as written, unicode as it is
+    assert any(i.name == "12 \\xa0Reviews" for i in parse_tree(next1).items)
+    assert any("Café" in (i.name or "") for i in parse_tree(next0).items)
+
+
+# -- items and canonical lines ---------------------------------------------------------------
+
+def test_parse_item_fields():
+    item = parse_item("\t\t[1122] tab 'Loading... Bestsellers' expanded: True selected: True controls: grid_tab_x")
+    assert (item.id, item.role, item.name, item.depth) == ("1122", "tab", "Loading... Bestsellers", 2)
+    assert item.attrs == (("expanded", "True"), ("selected", "True"), ("controls", "grid_tab_x"))
+    assert parse_item("[5]  link   'a'   hasPopup:  menu  ").line == "[5] link 'a' hasPopup: menu"
+    assert parse_item("[ 7 ] generic").name is None and parse_item("[7] generic").line == "[7] generic"
+    assert parse_item("[8] button focused: True").attrs == (("focused", "True"),)
+
+
+@pytest.mark.parametrize("written, name, canonical", [
+    ("[1] link 'plain'", "plain", "[1] link 'plain'"),
+    ("[1] link \"Women's shoes\"", "Women's shoes", "[1] link \"Women's shoes\""),
+    ("[1] link 'Women's shoes'", "Women's shoes", "[1] link \"Women's shoes\""),
+    ("[1] heading 'Rating: 'Good' Votes: 5' level: 2", "Rating: 'Good' Votes: 5",
+     "[1] heading \"Rating: 'Good' Votes: 5\" level: 2"),
+    ("[1] link 'say \"hi\"'", 'say "hi"', "[1] link 'say \"hi\"'"),
+    ("[1] link 'it\\'s \"x\"'", "it\\'s \"x\"", "[1] link 'it\\'s \"x\"'"),
+    ("[1] StaticText ''", "", "[1] StaticText ''"),
+    ("[1] StaticText '\\ue60b 日本語 ♥'", "\\ue60b 日本語 ♥", "[1] StaticText '\\ue60b 日本語 ♥'"),
+])
+def test_quotes_and_unicode(written, name, canonical):
+    item = parse_item(written)
+    assert item.name == name
+    assert item.line == canonical
+    assert parse_item(canonical) == item
+
+
+@pytest.mark.parametrize("line, reason", [
+    ("link 'no id'", "not an item line"),
+    ("[12]", "not an item line"),
+    ("[12] link 'never closed", "unterminated name"),
+    ("[12] link 'a' b", "unterminated name"),
+    ("[12] link stray words", "expected a quoted name"),
+])
+def test_bad_item_lines_fail_naming_the_line(line, reason):
+    with pytest.raises(TreeParseError, match=f"line 7: {reason}") as info:
+        parse_item(line, line_no=7)
+    assert info.value.line_no == 7 and info.value.line == line
+
+
+_names = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), max_size=12)
+_words = st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,7}", fullmatch=True)
+_values = st.from_regex(r"[A-Za-z0-9_#/.\-]{1,8}", fullmatch=True)
+_items = st.builds(
+    Item, id=st.integers(0, 99999).map(str), role=_words, name=st.one_of(st.none(), _names),
+    attrs=st.lists(st.tuples(_words, _values), max_size=3).map(tuple))
+
+
+@settings(max_examples=300, deadline=None)
+@given(_items, st.integers(0, 4), st.sampled_from([" ", "  "]))
+def test_canonical_line_round_trips(item, depth, gap):
+    """Any item prints to a line that parses back to it; indentation, extra spaces and the
+    other quote style give the same canonical line."""
+    assert parse_item(item.line) == item
+    assert parse_item(item.line).line == item.line
+    written = "\t" * depth + item.line.replace("] ", "]" + gap, 1) + gap
+    assert parse_item(written).line == item.line
+    if item.name is not None and "'" not in item.name and '"' not in item.name:
+        other = item.line.replace(quote_name(item.name), f'"{item.name}"', 1)
+        assert parse_item(other).line == item.line
+
+
+# -- trees ---------------------------------------------------------------------------------------
+
+def test_tree_headers_depth_and_text():
+    text = "Tab 0 (current): Home\n\n[1] RootWebArea 'Home' focused: True\n\t[2] link 'A'\n\t\t[3] img 'x'\n\t[4] link 'B'"
+    tree = parse_tree(text, strict=True)
+    assert tree.headers == ("Tab 0 (current): Home",)
+    assert [i.depth for i in tree.items] == [0, 1, 2, 1]
+    assert [i.line_no for i in tree.items] == [3, 4, 5, 6]
+    again = parse_tree(tree.text(), strict=True)
+    assert again == tree and [i.depth for i in again.items] == [0, 1, 2, 1]
+
+
+@pytest.mark.parametrize("text, line_no, reason", [
+    ("[1] RootWebArea 'r'\n\t\t\t[2] link 'a'", 2, "broken indentation: depth jumps from 0 to 3"),
+    ("[1] RootWebArea 'r'\n\t[2] link 'a'\n\t[2] link 'b'", 3, r"duplicate id \[2\] \(first on line 2\)"),
+    ("[1] RootWebArea 'r'\n    [2] link 'a'", 2, "indented with spaces"),
+    ("[1] RootWebArea 'r'\n\tthis is not an item", 2, "not an item line"),
+    ("[1] RootWebArea 'r'\n\t[2] link 'open", 2, "unterminated name"),
+])
+def test_bad_trees_fail_strictly_and_warn_leniently(text, line_no, reason):
+    with pytest.raises(TreeParseError, match=f"line {line_no}: {reason}"):
+        parse_tree(text, strict=True)
+    tree = parse_tree(text)
+    assert len(tree.warnings) == 1 and re.search(f"line {line_no}: {reason}", tree.warnings[0])
+    assert tree.items[0].id == "1"
+
+
+def test_duplicate_ids_stay_two_items():
+    tree = parse_tree("[1] RootWebArea 'r'\n\t[2] link 'a'\n\t[2] link 'a'")
+    assert [i.line for i in tree.items] == ["[1] RootWebArea 'r'", "[2] link 'a'", "[2] link 'a'"]
+    changes = extract_changes(tree, parse_tree("[1] RootWebArea 'r'\n\t[2] link 'a'"))
+    assert [i.line for i in changes.deleted] == ["[2] link 'a'"] and not changes.new and not changes.updated
+
+
+# -- extraction ----------------------------------------------------------------------------------
+
+def test_unrelated_items_are_new_and_deleted_not_updated():
+    """WMA's script forces every item of the smaller tree into a match, so a new heading could
+    come out as an update of a deleted link; here only plausible pairs match."""
+    changes = extract_changes("[1] RootWebArea 'p'\n\t[5] link 'Old'", "[1] RootWebArea 'p'\n\t[9] heading 'New'")
+    assert [i.line for i in changes.new] == ["[9] heading 'New'"]
+    assert [i.line for i in changes.deleted] == ["[5] link 'Old'"]
+    assert changes.updated == ()
+
+
+def test_same_id_is_preferred_over_a_look_alike():
+    before = "[5] button 'Save' disabled: True"
+    after = "[5] button 'Save'\n[8] button 'Save' disabled: True"
+    changes = extract_changes(before, after)
+    assert [(a.line, b.line) for a, b in changes.updated] == [("[5] button 'Save' disabled: True",
+                                                                "[5] button 'Save'")]
+    assert [i.line for i in changes.new] == ["[8] button 'Save' disabled: True"]
+
+
+def test_identical_trees_have_no_changes():
+    observation, _, following = real_pairs()[1]
+    for text in (observation, following):
+        assert not extract_changes(text, text).changed
+
+
+def apply(before: list[str], sections: dict[str, list[str]], updated_old: list[str]) -> Counter:
+    return Counter(before) - Counter(sections["deleted"]) - Counter(updated_old) + Counter(
+        sections["new"]) + Counter(sections["updated"])
+
+
+_tree_items = st.lists(st.builds(
+    Item, id=st.integers(1, 12).map(str), role=st.sampled_from(["link", "button", "StaticText"]),
+    name=st.sampled_from(["", "A", "B", "Add to Cart"]),
+    attrs=st.sampled_from([(), (("focused", "True"),), (("expanded", "False"),)])), max_size=7)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_tree_items, _tree_items)
+def test_extraction_accounts_for_every_item(before, after):
+    """before - deleted - (updated, old lines) + new + (updated, new lines) == after, as multisets;
+    every pair is an allowed one; sections keep document order."""
+    changes = extract_changes(parse_tree("\n".join(i.line for i in before)),
+                              parse_tree("\n".join(i.line for i in after)))
+    sections = changes.sections()
+    assert apply([i.line for i in before], sections, [a.line for a, _ in changes.updated]) == Counter(
+        i.line for i in after)
+    assert all(matchable(a, b) and a.line != b.line for a, b in changes.updated)
+
+
+def brute_force_cost(before: list[Item], after: list[Item]) -> float:
+    """The least total cost over every partial matching of allowed pairs (exponential)."""
+    n, m = len(before), len(after)
+    best = UNMATCHED_COST * (n + m)
+    for k in range(1, min(n, m) + 1):
+        for rows in itertools.combinations(range(n), k):
+            for cols in itertools.permutations(range(m), k):
+                if not all(matchable(before[i], after[j]) for i, j in zip(rows, cols)):
+                    continue
+                cost = sum(match_cost(before[i], after[j], abs(i / n - j / m)) for i, j in zip(rows, cols))
+                best = min(best, cost + UNMATCHED_COST * (n + m - 2 * k))
+    return best
+
+
+@settings(max_examples=150, deadline=None)
+@given(_tree_items.filter(lambda x: len(x) <= 4), _tree_items.filter(lambda x: len(x) <= 4))
+def test_matching_is_optimal(before, after):
+    pairs = match_items(before, after)
+    n, m = len(before), len(after)
+    cost = sum(match_cost(before[i], after[j], abs(i / max(n, 1) - j / max(m, 1))) for i, j in pairs)
+    cost += UNMATCHED_COST * (n + m - 2 * len(pairs))
+    assert cost == pytest.approx(brute_force_cost(before, after))
+
+
+def test_miniweb_transitions_account_for_every_item():
+    from rlvr_envs.data.mini_web import MiniWebConfig, generate
+
+    for index in range(60):
+        row = generate(MiniWebConfig(), 5, index)
+        before, after = parse_tree(row["observation"], strict=True), parse_tree(row["next_state_acctree"], strict=True)
+        changes = extract_changes(before, after)
+        assert apply(before.lines(), changes.sections(), [a.line for a, _ in changes.updated]) == Counter(
+            after.lines())
