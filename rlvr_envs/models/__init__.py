@@ -1,0 +1,1 @@
+"""Visual tokenizers, action discretisation and the video world model (see DESIGN.md §2)."""
