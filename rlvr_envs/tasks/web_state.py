@@ -196,12 +196,13 @@ class WebChangeTask(TextTask):
         transitions = [record_transition(r, target) for r in records]
         tokenizer = load_tokenizer(tokenizer)
         if max_total_tokens is not None and transitions:
-            enc = tokenizer([self.prompt_text(t) + self.target_text(t) for t in transitions],
-                            add_special_tokens=False)["input_ids"]
-            kept = [t for t, ids in zip(transitions, enc) if len(ids) <= max_total_tokens]
+            prompts = tokenizer([self.prompt_text(t) for t in transitions], add_special_tokens=False)["input_ids"]
+            targets = tokenizer([self.target_text(t) for t in transitions], add_special_tokens=False)["input_ids"]
+            totals = [len(p) + len(t) for p, t in zip(prompts, targets)]
+            kept = [t for t, total in zip(transitions, totals) if total <= max_total_tokens]
             if not kept:
                 raise ValueError(f"no transition fits max_total_tokens={max_total_tokens} "
-                                 f"(shortest prompt+answer: {min(map(len, enc))} tokens)")
+                                 f"(shortest prompt+answer: {min(totals)} tokens)")
             self.n_too_long = len(transitions) - len(kept)
             transitions = kept
         else:

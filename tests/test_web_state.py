@@ -1,0 +1,402 @@
+"""Web-state prediction: answer parsing and F1, the WMA loader, MiniWeb, both env ids.
+
+The WMA loader is exercised on the two real WebArena transitions in ../shared/data/wma,
+written out here in the two column layouts the loader reads (WMA's and RLVR-World's).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections import Counter
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rlvr_envs.data import wma
+from rlvr_envs.data.mini_web import MiniWebConfig, generate
+from rlvr_envs.verifiers.answer import AnswerError
+from rlvr_envs.verifiers.web_changes import ChangeList, canonical_line, parse_changes, score_changes
+from tests.conftest import shared_data_or_skip
+from tests.test_acctree import EXPECTED, real_pairs
+
+
+@functools.lru_cache(maxsize=1)
+def web_tokenizer():
+    """A small byte-level BPE trained here on MiniWeb text (exact round trip for any text)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    texts = []
+    for index in range(150):
+        row = generate(MiniWebConfig(), 1000, index)
+        texts += [row["observation"], row["next_state_acctree"], row["current_action"]]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(texts, trainers.BpeTrainer(
+        vocab_size=700, special_tokens=["<|endoftext|>", "<pad>"], show_progress=False,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", pad_token="<pad>")
+
+
+GOLD = ChangeList.from_sections({
+    "new": ["[1273] StaticText 'Vortex Running Shoes'", "[1272] button 'Search'"],
+    "updated": ["[1220] textbox '\\ue60c' focused: True required: False"]})
+
+
+# -- reading answers ------------------------------------------------------------------------------
+
+def test_gold_text_round_trips_and_scores_one():
+    text = GOLD.text()
+    assert text == ("New items:\n[1273] StaticText 'Vortex Running Shoes'\n[1272] button 'Search'\n\n"
+                    "Deleted items:\nNone\n\nUpdated items:\n[1220] textbox '\\ue60c' focused: True required: False")
+    assert parse_changes(text) == GOLD
+    metrics = score_changes(parse_changes(text), GOLD)
+    assert metrics["f1"] == metrics["precision"] == metrics["recall"] == 1.0
+    assert metrics["deleted_f1"] == 1.0 and metrics["gold"] == 4
+
+
+@pytest.mark.parametrize("response", [
+    "<think>The click opens results. New items: maybe a list?</think>\n" + GOLD.text(),
+    "Let's think step by step. The page will show the product.\n\n" + GOLD.text() + "\n\nI hope this helps!",
+    "Final answer:\n" + GOLD.text(),
+    "```\n" + GOLD.text() + "\n```",
+    "CURRENT ACTION: ```click [5]```\n" + GOLD.text(),
+    GOLD.text().replace("New items:", "## New items:").replace("Deleted items:", "**Deleted items:**"),
+    GOLD.text().replace("Deleted items:\nNone", "Deleted items: None").replace("New items:\n", "NEW ITEMS:\n\n"),
+    GOLD.text().replace("\n[1272]", "\n\t\t[1272]").replace("'Search'", '"Search"'),
+    "New items:\n[1] draft\n\nDeleted items:\n[2] draft\n\nthen, thinking again:\n" + GOLD.text(),
+])
+def test_answers_are_found_among_other_text(response):
+    assert score_changes(parse_changes(response), GOLD)["f1"] == 1.0
+
+
+@pytest.mark.parametrize("response", ["", "The page does not change.", "[12] link 'x'", "Items: none"])
+def test_responses_without_sections_are_unparsable(response):
+    with pytest.raises(AnswerError, match="no 'New items:'"):
+        parse_changes(response)
+
+
+def test_missing_sections_extra_lines_and_duplicates_score_by_the_rule():
+    only_new = parse_changes("New items:\n[1273] StaticText 'Vortex Running Shoes'\n[1272] button 'Search'")
+    assert only_new.deleted == () and only_new.updated == ()
+    m = score_changes(only_new, GOLD)
+    assert (m["precision"], m["recall"]) == (1.0, 0.5) and m["f1"] == pytest.approx(2 / 3)
+    assert m["new_f1"] == 1.0 and m["deleted_recall"] == 0.0
+    # prose glued to a section is read as (wrong) items
+    glued = parse_changes(GOLD.text() + "\nThat is all.")
+    assert glued.updated[-1] == "That is all." and score_changes(glued, GOLD)["precision"] == 0.8
+    # a repeated right line is one more prediction (multiset), not a free pass (set)
+    doubled = parse_changes(GOLD.text().replace("[1272] button 'Search'", "[1272] button 'Search'\n[1272] button 'Search'"))
+    m = score_changes(doubled, GOLD)
+    assert (m["matches"], m["predicted"], m["recall"], m["precision"]) == (4, 5, 1.0, 0.8)
+    # "None" is an ordinary item: writing it where the gold has items is a wrong line
+    m = score_changes(parse_changes("New items:\nNone\n\nDeleted items:\nNone\n\nUpdated items:\nNone"), GOLD)
+    assert (m["matches"], m["predicted"], m["deleted_f1"], m["new_f1"]) == (1, 3, 1.0, 0.0)
+    # an empty section predicts nothing
+    assert score_changes(parse_changes("New items:\n\nDeleted items:\n\nUpdated items:\n"), GOLD)["f1"] == 0.0
+
+
+def test_canonical_line_only_normalises_items():
+    assert canonical_line("\t [5]  link   \"a\"  ") == "[5] link 'a'"
+    assert canonical_line("  None ") == "None"
+    assert canonical_line("[oops") == "[oops"
+
+
+_lines = st.sampled_from(["None", "[1] link 'a'", "[2] button 'b'", "[3] StaticText 'c'", "x"])
+_change_lists = st.builds(ChangeList, *[st.lists(_lines, max_size=4).map(tuple)] * 3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_change_lists, _change_lists)
+def test_f1_properties(predicted, gold):
+    forward, backward = score_changes(predicted, gold), score_changes(gold, predicted)
+    assert 0.0 <= forward["f1"] <= 1.0
+    assert forward["f1"] == pytest.approx(backward["f1"])
+    assert forward["precision"] == pytest.approx(backward["recall"])
+    for section in ("new", "deleted", "updated"):
+        assert forward[f"{section}_f1"] == pytest.approx(backward[f"{section}_f1"])
+    same = all(Counter(predicted.section(s)) == Counter(gold.section(s)) for s in ("new", "deleted", "updated"))
+    assert (forward["f1"] == 1.0) == (same and forward["gold"] > 0)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_change_lists.filter(lambda c: any(c.section(s) for s in ("new", "deleted", "updated"))))
+def test_written_answers_parse_back(change_list):
+    text = "\n\n".join(title + "\n" + "\n".join(change_list.section(s)) for s, title in
+                       (("new", "New items:"), ("deleted", "Deleted items:"), ("updated", "Updated items:")))
+    assert score_changes(parse_changes(text), change_list)["f1"] == 1.0
+
+
+# -- WMA files ------------------------------------------------------------------------------------
+
+def real_records() -> list[dict]:
+    """The two real transitions as WMA rows (fields read from the real prompts)."""
+    path = shared_data_or_skip("wma", "text_only_acctree_format.json")
+    rows = []
+    for k, ((prompt, _), (_, _, following)) in enumerate(zip(json.loads(path.read_text())["examples"], real_pairs())):
+        fields = wma.fields_from_prompt(prompt)
+        rows.append({"task_id": k, "step_idx": 1, "url": fields["url"], "objective": fields["objective"],
+                     "previous_actions": ["None", fields["previous_action"]], "current_action": fields["current_action"],
+                     "observation": fields["observation"], "next_state_acctree": following})
+    return rows
+
+
+def test_fields_are_read_from_the_real_prompts():
+    rows = real_records()
+    assert rows[0]["url"] == "http://openstreetmap.org:3000/search?query=restaurant%20near%20CMU#map=19/40.44242/-79.93974"
+    assert rows[0]["objective"] == "What are the latitude and longitude of a restaurant near CMU?"
+    assert rows[0]["previous_actions"][-1].startswith("type [12] [restaurant near CMU] [1] where [12] is textbox")
+    assert rows[0]["current_action"] == "click [707] where [707] is button for first listed restaurant"
+    assert rows[0]["observation"].startswith("[64] RootWebArea 'restaurants near CMU | OpenStreetMap'")
+    assert rows[1]["observation"].startswith("Tab 0 (current): Health & Household\n[1] RootWebArea")
+    assert rows[1]["current_action"] == 'type[407] ["HP Inkjet Fax Machine"] [1]'
+    assert rows[0]["observation"].endswith("15213, United States'")
+
+
+def write_jsonl(path, rows):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+@pytest.fixture()
+def wma_dir(tmp_path):
+    """A data root with the real transitions in WMA's layout (one JSONL file)."""
+    write_jsonl(tmp_path / "wma" / "records.jsonl", real_records())
+    return tmp_path
+
+
+@pytest.fixture()
+def rlvr_dir(tmp_path):
+    """A data root in RLVR-World's layout: train/test parquet with the filled-in prompt, the
+    next tree and WMA's change lists, but no observation/url/action columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rlvr_envs.tasks.web_state import RLVR_WORLD_PROMPT
+
+    rows = []
+    for row, expected in zip(real_records(), EXPECTED):
+        question = RLVR_WORLD_PROMPT.format(previous_action=row["previous_actions"][-1], **row)
+        rows.append({"task_id": row["task_id"], "step_idx": row["step_idx"], "previous_actions": row["previous_actions"],
+                     "next_state_acctree": row["next_state_acctree"], "question": question,
+                     "new_items": "\n".join(expected["new"]) or "None", "deleted_items": "None",
+                     "updated_items": "\n".join(expected["updated"]) or "None"})
+    (tmp_path / "wma").mkdir()
+    pq.write_table(pa.Table.from_pylist(rows[:1]), tmp_path / "wma" / "train.parquet")
+    pq.write_table(pa.Table.from_pylist(rows[1:]), tmp_path / "wma" / "test.parquet")
+    return tmp_path
+
+
+def test_loader_reads_wma_layout(wma_dir):
+    records = wma.load_records(wma_dir)
+    rows = real_records()
+    assert [r.uid for r in records] == ["wma/0/1", "wma/1/1"]
+    for record, row in zip(records, rows):
+        assert (record.url, record.objective, record.current_action) == (row["url"], row["objective"],
+                                                                         row["current_action"])
+        assert record.observation == row["observation"] and record.next_state_acctree == row["next_state_acctree"]
+        assert record.previous_action == row["previous_actions"][-1]
+        assert record.dataset_sections is None and record.split in ("train", "test")
+
+
+def test_loader_reads_rlvr_world_layout_and_its_split(rlvr_dir):
+    train, test = wma.load_records(rlvr_dir, "train"), wma.load_records(rlvr_dir, "test")
+    assert [r.uid for r in train] == ["wma/0/1"] and [r.uid for r in test] == ["wma/1/1"]
+    rows = real_records()
+    for record, row in zip(train + test, rows):
+        assert record.observation == row["observation"]
+        assert (record.url, record.objective, record.current_action) == (row["url"], row["objective"],
+                                                                         row["current_action"])
+        assert record.previous_actions == tuple(row["previous_actions"])
+    assert test[0].dataset_sections["deleted"] == ["None"]
+
+
+def test_content_hash_split_is_deterministic_and_about_one_percent(tmp_path):
+    rows = [{k: v for k, v in generate(MiniWebConfig(), 3, i).items() if k != "site"} for i in range(600)]
+    write_jsonl(tmp_path / "wma" / "part-a.jsonl", rows[:300])
+    write_jsonl(tmp_path / "wma" / "part-b.jsonl", rows[300:])
+    first = [r.split for r in wma.load_records(tmp_path)]
+    assert first == [r.split for r in wma.load_records(tmp_path)]
+    assert 1 <= first.count("test") <= 20
+    # identical transitions land on the same side wherever they are
+    write_jsonl(tmp_path / "wma" / "part-b.jsonl", rows[300:][::-1])
+    by_content = {(r.observation, r.current_action): r.split for r in wma.load_records(tmp_path)}
+    assert sorted(by_content.values()) == sorted(first)
+
+
+def test_corrupt_rows_are_named_by_file_and_row(tmp_path):
+    good = real_records()[0]
+    path = tmp_path / "wma" / "bad.jsonl"
+    path.parent.mkdir()
+    path.write_text(json.dumps(good) + "\n{not json\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad\.jsonl line 2: corrupt JSON"):
+        wma.load_records(tmp_path)
+    path.write_text(json.dumps(good) + "\n" + json.dumps({"url": "x", "next_state_acctree": "[1] a 'b'"}) + "\n")
+    with pytest.raises(ValueError, match=r"bad\.jsonl line 2: missing column\(s\) \['observation', 'current_action'\]"):
+        wma.load_records(tmp_path)
+    with pytest.warns(UserWarning, match=r"skipped 1 corrupt WMA row\(s\); first: .*bad\.jsonl line 2"):
+        assert len(wma.load_records(tmp_path, on_corrupt="skip")) == 1
+    path.unlink()
+    (tmp_path / "wma" / "list.json").write_text(json.dumps({"data": [good, {**good, "observation": 5}]}))
+    with pytest.raises(ValueError, match=r"list\.json row 1: column 'observation' should be text"):
+        wma.load_records(tmp_path, on_corrupt="raise")
+
+
+def test_missing_data_says_what_to_get(tmp_path):
+    with pytest.raises(FileNotFoundError, match="rlvr-world data wma"):
+        wma.data_files(tmp_path)
+    from rlvr_envs.registration import entry
+
+    available, hint = entry("RLVRWorld/WebState-v0").availability(data_dir=str(tmp_path))
+    assert not available and "rlvr-world data wma" in hint
+    assert entry("RLVRWorld/MiniWeb-v0").availability() == (True, "embedded")
+
+
+def test_download_command(tmp_path, monkeypatch, rlvr_dir, capsys):
+    from rlvr_envs import cli
+
+    assert cli.main(["data", "wma", "--data-dir", str(tmp_path / "offline")]) == 2
+    assert "HF_HUB_OFFLINE" in capsys.readouterr().out
+
+    import shutil
+
+    import huggingface_hub
+
+    calls = []
+
+    def fake_snapshot_download(repo_id, repo_type, revision, local_dir, allow_patterns):  # the hub, offline
+        calls.append((repo_id, repo_type))
+        shutil.copytree(rlvr_dir / "wma", local_dir, dirs_exist_ok=True)
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", fake_snapshot_download)
+    assert cli.main(["data", "wma", "--data-dir", str(tmp_path / "online")]) == 0
+    out = capsys.readouterr().out
+    assert calls == [(wma.DEFAULT_REPO, "dataset")]
+    assert "train            1" in out and "test             1" in out and "2 records carry WMA's own change lists" in out and "OK:" in out
+
+
+# -- tasks and envs ---------------------------------------------------------------------------------
+
+def build(task, **kwargs):
+    from rlvr_envs.core.factory import build_task
+
+    return build_task(f"rlvr_envs.tasks.web_state:{task}", tokenizer=web_tokenizer(), **kwargs)
+
+
+def respond(task, index, text):
+    return task.verify([index], [task.tokenizer(text, add_special_tokens=False)["input_ids"]])[0]
+
+
+def test_webstate_gold_is_the_extraction_and_scores_one(wma_dir):
+    task = build("WebStateTask", data_dir=str(wma_dir), split="all", max_total_tokens=None)
+    assert len(task) == 2
+    for index in range(2):
+        transition = task.transition(index)
+        assert transition.meta["gold"].as_dict() == {s: EXPECTED[index][s] or ["None"] for s in EXPECTED[index]}
+        gold = task.verify([index], [task.target_ids(index)])[0]
+        assert gold.parsed and gold.reward == 1.0 == task.max_reward(index)
+        prompt = task.prompt_text(transition)
+        assert prompt.startswith("You are an intelligent agent that predict next state")
+        assert transition.state in prompt and f"CURRENT ACTION: {transition.action}\n" in prompt
+        assert wma.fields_from_prompt(prompt)["observation"] == transition.state
+
+
+def test_webstate_dataset_targets_and_length_filter(rlvr_dir):
+    task = build("WebStateTask", data_dir=str(rlvr_dir), split="test", target="dataset", prompt="compact",
+                 max_total_tokens=None)
+    assert task.target_text(task.transition(0)).split("\n\nDeleted items:\nNone\n\n")[0] == "New items:\n" + "\n".join(
+        EXPECTED[1]["new"])
+    both = build("WebStateTask", data_dir=str(rlvr_dir), split="all", prompt="compact", max_total_tokens=None)
+    totals = sorted(len(both.prompt_ids(i)) + len(both.target_ids(i)) for i in range(2))
+    assert totals[0] < totals[1]
+    kept = build("WebStateTask", data_dir=str(rlvr_dir), split="all", prompt="compact", max_total_tokens=totals[0])
+    assert (len(kept), kept.n_too_long) == (1, 1)
+    assert len(kept.prompt_ids(0)) + len(kept.target_ids(0)) == totals[0]
+    with pytest.raises(ValueError, match="no transition fits max_total_tokens=10"):
+        build("WebStateTask", data_dir=str(rlvr_dir), split="test", max_total_tokens=10, prompt="compact")
+    with pytest.raises(ValueError, match="target must be one of"):
+        build("WebStateTask", data_dir=str(rlvr_dir), target="model")
+
+
+def test_partial_and_malformed_responses(wma_dir):
+    task = build("WebStateTask", data_dir=str(wma_dir), split="all", max_total_tokens=None)
+    gold = task.transition(1).meta["gold"]
+    half = ChangeList(gold.new[: len(gold.new) // 2], gold.deleted, ())
+    result = respond(task, 1, "<think>search results</think>" + half.text())
+    assert result.parsed and 0.0 < result.reward < 1.0
+    assert result.metrics["deleted_f1"] == 1.0 and result.metrics["updated_recall"] == 0.0
+    for garbage in ("The page will show search results.", ""):
+        bad = respond(task, 1, garbage)
+        assert (bad.reward, bad.parsed) == (0.0, False) and "no 'New items:'" in bad.error
+        assert bad.metrics["f1"] == 0.0
+    weird = task.verify([0, 1], [[task.vocab_size + 5], np.arange(300) % task.vocab_size])
+    assert [r.reward for r in weird] == [0.0, 0.0] and weird[0].error
+
+
+def test_miniweb_is_pure_and_splits_do_not_share_streams():
+    config = MiniWebConfig()
+    assert generate(config, 7, 3) == generate(config, 7, 3)
+    assert generate(config, 7, 3) != generate(config, 7, 4)
+    a, b = build("MiniWebTask", size=12, seed=4), build("MiniWebTask", size=12, seed=4, split="train")
+    assert [t.uid for t in (a.transition(0), b.transition(0))] == ["miniweb/test/4/0", "miniweb/train/4/0"]
+    assert a.transition(0).state != b.transition(0).state
+    again = build("MiniWebTask", size=12, seed=4, list_items=3)
+    assert all(np.array_equal(a.prompt_ids(i), again.prompt_ids(i)) for i in range(12))
+    with pytest.raises(ValueError, match="sites must be"):
+        build("MiniWebTask", sites=("bank",))
+
+
+def test_miniweb_covers_the_web_actions_and_every_gold_scores_one():
+    task = build("MiniWebTask", size=200, seed=0)
+    verbs = Counter(task.transition(i).action.split(" ")[0] for i in range(len(task)))
+    assert {"click", "type", "hover", "scroll"} <= set(verbs)
+    kinds = Counter()
+    for i in range(len(task)):
+        gold = task.transition(i).meta["gold"]
+        kinds.update(s for s in ("new", "deleted", "updated") if gold.section(s) != ("None",))
+        kinds["unchanged"] += not task.transition(i).changed
+    assert all(kinds[k] > 5 for k in ("new", "deleted", "updated", "unchanged"))
+    results = task.verify(list(range(len(task))), [task.target_ids(i) for i in range(len(task))])
+    assert all(r.parsed and r.reward == 1.0 for r in results)
+    assert task.max_response_len < 600 and task.max_prompt_len < 1000
+
+
+@pytest.mark.parametrize("env_id", ["RLVRWorld/MiniWeb-v0", "RLVRWorld/WebState-v0"])
+def test_gym_make_gold_is_max_and_garbage_is_zero(env_id, wma_dir):
+    import rlvr_envs  # noqa: F401  (registers the ids)
+
+    kwargs = {"size": 8} if "MiniWeb" in env_id else {"data_dir": str(wma_dir), "split": "all",
+                                                       "max_total_tokens": None}
+    env = gym.make(env_id, tokenizer=web_tokenizer(), **kwargs)
+    task = env.unwrapped.task
+    for index in range(2):
+        env.reset(seed=0, options={"index": index})
+        _, reward, terminated, _, info = env.step(task.target_ids(index))
+        assert terminated and reward == info["max_reward"] == 1.0 and info["parsed"]
+        env.reset(options={"index": index})
+        garbage = task.tokenizer("Nothing changes here.", add_special_tokens=False)["input_ids"]
+        _, reward, terminated, _, info = env.step(np.asarray(garbage))
+        assert terminated and reward == 0.0 and not info["parsed"] and info["error"]
+    token_env = gym.make(env_id, tokenizer=web_tokenizer(), mode="token", **kwargs)
+    token_env.reset(options={"index": 1})
+    for token in task.target_ids(1):
+        _, reward, terminated, _, _ = token_env.step(int(token))
+        assert not terminated and reward == 0.0
+    _, reward, terminated, _, info = token_env.step(task.eos_token_id)
+    assert terminated and reward == 1.0
+    env.close()
+    token_env.close()
+
+
+def test_full_prompt_is_rlvr_worlds():
+    from rlvr_envs.tasks.web_state import COMPACT_PROMPT, RLVR_WORLD_PROMPT
+
+    path = shared_data_or_skip("wma", "rlvr_world_model_prompt.json")
+    assert RLVR_WORLD_PROMPT == json.loads(path.read_text(encoding="utf-8"))["template"]
+    assert COMPACT_PROMPT.endswith(RLVR_WORLD_PROMPT[RLVR_WORLD_PROMPT.index("URL: {url}"):])
