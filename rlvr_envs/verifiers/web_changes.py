@@ -38,6 +38,7 @@ exactly when every section's multiset equals the gold's.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -53,9 +54,13 @@ _TITLE = re.compile(r"^\s*(?:#+\s*)?(?:\*\*)?\s*(new|deleted|updated)\s+items\s*
                     re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def canonical_line(line: str) -> str:
     """The comparison key of one answer line: the canonical item line when it parses as
-    an item, else the line with outer whitespace stripped."""
+    an item, else the line with outer whitespace stripped.
+
+    Cached: the answers of a GRPO group mostly repeat the same lines (copied from the tree
+    and from each other), and parsing them is most of the verifier's time."""
     text = line.strip()
     if text.startswith("["):
         try:
