@@ -58,6 +58,7 @@ import json
 import math
 import os
 import time
+import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
@@ -320,29 +321,40 @@ class ScriptedPushExpert:
 
     @staticmethod
     def _blocked(start: np.ndarray, end: np.ndarray, outline: np.ndarray) -> bool:
-        """Does the agent's disc, moving start -> end, sweep through the T? (sampled path)"""
-        steps = max(2, int(np.linalg.norm(end - start) / 5.0) + 1)
-        return any(
-            _distance_to_polygon(start + t * (end - start), outline) < AGENT_RADIUS
-            for t in np.linspace(0.0, 1.0, steps)
-        )
+        """Does the agent's disc, moving start -> end, sweep through the T? (sampled path)
+
+        A 3 px safety margin keeps the PD-controlled agent from grazing the T on the way;
+        it fades out over the last 10 px, since the end (a pre-push point) is close by design.
+        """
+        length = float(np.linalg.norm(end - start))
+        steps = max(2, int(length / 5.0) + 1)
+        for t in np.linspace(0.0, 1.0, steps):
+            margin = min(3.0, 0.3 * (1.0 - t) * length)
+            if _distance_to_polygon(start + t * (end - start), outline) < AGENT_RADIUS + margin:
+                return True
+        return False
 
     def __call__(self, physics: np.ndarray) -> np.ndarray:
         agent, origin, rot, cog, err_pos, err_ang = self._pose(np.asarray(physics, dtype=np.float64))
         scores = self._scores(rot, origin, cog, err_pos, err_ang)
         self._banned = np.maximum(self._banned - 1, 0)
 
-        if self._phase == "push" and (self._steps_in_phase >= self.push_steps or scores[self._contact] <= 0.2):
+        error_size = math.hypot(float(np.linalg.norm(err_pos)), err_ang * _GYRATION_RADIUS)
+        push_steps = self.push_steps if error_size > 20.0 else 2
+        if self._phase == "push" and (self._steps_in_phase >= push_steps or scores[self._contact] <= 0.2):
+            best = self._best_contact(scores, origin, rot)
+            if best == self._contact:  # still the best push: keep going
+                self._steps_in_phase = 0
+            else:  # back off first, so travelling to the next point does not drag the T
+                self._phase, self._steps_in_phase = "retreat", 0
+        if self._phase == "retreat" and self._steps_in_phase >= 2:
             self._contact, self._phase = None, "select"
         if self._phase == "approach" and self._steps_in_phase > self.approach_budget:
             near = np.linalg.norm(_CANDIDATE_POINTS - _CANDIDATE_POINTS[self._contact], axis=1) < self.ban_radius
             self._banned[near] = self.ban_steps
             self._contact, self._phase = None, "select"
         if self._contact is None:
-            masked = np.where((self._banned == 0) & self._reachable(origin, rot), scores, -np.inf)
-            if not np.isfinite(masked).any():
-                masked = scores
-            self._contact = int(np.argmax(masked))
+            self._contact = self._best_contact(scores, origin, rot)
             self._phase, self._steps_in_phase = "approach", 0
 
         point = origin + rot @ _CANDIDATE_POINTS[self._contact]
@@ -351,8 +363,9 @@ class ScriptedPushExpert:
         if self._phase == "approach" and np.linalg.norm(agent - pre_push) < 4.0:
             self._phase, self._steps_in_phase = "push", 0
 
-        if self._phase == "push":
-            error_size = math.hypot(float(np.linalg.norm(err_pos)), err_ang * _GYRATION_RADIUS)
+        if self._phase == "retreat":  # back off along the normal before travelling, not dragging the T
+            target = point + normal * (AGENT_RADIUS + 3 * self.approach_gap)
+        elif self._phase == "push":
             advance = float(np.clip(0.5 * error_size, 1.5, 20.0))  # how far to move the block surface
             target = point + normal * (AGENT_RADIUS - advance)
         elif not self._blocked(agent, pre_push, origin + _T_OUTLINE @ rot.T):
@@ -364,6 +377,10 @@ class ScriptedPushExpert:
         if self.noise_std > 0 and self.rng is not None:
             target = target + self.rng.normal(0.0, self.noise_std, size=2)
         return np.clip(target, 0.0, ARENA_SIZE).astype(np.float32)
+
+    def _best_contact(self, scores: np.ndarray, origin: np.ndarray, rot: np.ndarray) -> int:
+        masked = np.where((self._banned == 0) & self._reachable(origin, rot), scores, -np.inf)
+        return int(np.argmax(masked if np.isfinite(masked).any() else scores))
 
     def _detour(self, agent: np.ndarray, goal: np.ndarray, cog: np.ndarray) -> np.ndarray:
         """Next waypoint on a circle around the block, turning toward the goal's side."""
@@ -437,10 +454,9 @@ class PushTEpisode:
 
     def validate(self, source: str = "") -> "PushTEpisode":
         where = f" ({source})" if source else ""
-        steps = self.actions.shape[0]
+        steps = self.frames.shape[0] - 1  # frames are the reference: T + 1 of them
         checks = {
-            "frames": (self.frames.dtype == np.uint8 and self.frames.ndim == 4 and self.frames.shape[0] == steps + 1
-                       and self.frames.shape[-1] == 3),
+            "frames": self.frames.dtype == np.uint8 and self.frames.ndim == 4 and self.frames.shape[-1] == 3,
             "actions": self.actions.shape == (steps, 2) and bool(np.isfinite(self.actions).all()),
             "physics": self.physics.shape == (steps + 1, len(PHYSICS_FIELDS)) and bool(np.isfinite(self.physics).all()),
             "coverage": self.coverage.shape == (steps + 1,),
@@ -589,7 +605,7 @@ def load_episode(path: str | os.PathLike) -> PushTEpisode:
                 seed=int(data["seed"]), frames=data["frames"], actions=data["actions"], physics=data["physics"],
                 coverage=data["coverage"], success=bool(data["success"]),
             )
-    except (OSError, KeyError, ValueError, EOFError) as error:
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as error:
         raise ValueError(f"cannot read PushT episode file {path}: {error}") from error
     return episode.validate(str(path))
 

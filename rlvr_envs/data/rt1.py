@@ -36,6 +36,7 @@ import io
 import json
 import os
 import struct
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -254,7 +255,7 @@ def load_npz_episode(path: str | os.PathLike, image_shape: tuple[int, int, int] 
     try:
         with np.load(path, allow_pickle=False) as data:
             image, action = data["image"], data["action"]
-    except (OSError, KeyError, ValueError, EOFError) as error:
+    except (OSError, KeyError, ValueError, EOFError, zipfile.BadZipFile) as error:
         raise RT1FormatError(f"{path}: not an RT-1 episode npz ({error})") from error
     if image.dtype != np.uint8 or image.ndim != 4 or image.shape[1:] != image_shape:
         raise RT1FormatError(f"{path}: image {image.shape} {image.dtype}, expected uint8 [T, {image_shape}]")

@@ -1,0 +1,158 @@
+"""PushT generation on the real gym-pusht simulator: determinism, exact restore, storage."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from rlvr_envs.data import pusht
+from rlvr_envs.data.pusht import PushTGenerationConfig
+
+RESOLUTION = 64
+STEPS = 10
+
+
+@pytest.fixture(scope="module")
+def generator():
+    config = PushTGenerationConfig(episodes=3, resolution=RESOLUTION, seed=0, max_steps=STEPS)
+    gen = pusht.PushTGenerator(config)
+    yield gen
+    gen.close()
+
+
+@pytest.fixture(scope="module")
+def episodes(generator):
+    return [generator.episode(i) for i in range(2)]
+
+
+def _assert_same(a: pusht.PushTEpisode, b: pusht.PushTEpisode):
+    for name in ("frames", "actions", "physics", "coverage"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert (a.success, a.policy, a.noise, a.seed) == (b.success, b.policy, b.noise, b.seed)
+
+
+def test_episode_shapes_and_meaning(episodes):
+    for episode in episodes:
+        steps = len(episode)
+        assert 1 <= steps <= STEPS
+        assert episode.frames.shape == (steps + 1, RESOLUTION, RESOLUTION, 3) and episode.frames.dtype == np.uint8
+        assert episode.actions.shape == (steps, 2) and episode.actions.dtype == np.float32
+        assert episode.physics.shape == (steps + 1, len(pusht.PHYSICS_FIELDS))
+        assert ((episode.actions >= 0) & (episode.actions <= 512)).all()
+        assert episode.success == bool(episode.coverage[-1] > pusht.SUCCESS_COVERAGE)
+        states = episode.states
+        assert states.shape == (steps + 1, 5) and ((states[:, 4] >= 0) & (states[:, 4] < 2 * np.pi)).all()
+        # The frames show the scene: consecutive frames differ once the agent moves.
+        assert any((episode.frames[t] != episode.frames[t + 1]).any() for t in range(steps))
+
+
+def test_generation_is_a_pure_function_of_seed_and_index(generator, episodes):
+    _assert_same(generator.episode(1), episodes[1])
+    other = pusht.PushTGenerator(PushTGenerationConfig(episodes=3, resolution=RESOLUTION, seed=1, max_steps=STEPS))
+    try:
+        assert not np.array_equal(other.episode(1).physics[0], episodes[1].physics[0])
+    finally:
+        other.close()
+
+
+def test_restore_reproduces_the_rest_of_an_episode_bit_exactly(episodes):
+    episode = episodes[0]
+    env = pusht.make_env(RESOLUTION, STEPS)
+    env.reset(seed=12345)  # a different history than the one that produced the episode
+    try:
+        for start in (0, len(episode) // 2):
+            pusht.restore_physics_state(env, episode.physics[start])
+            np.testing.assert_array_equal(pusht.physics_state(env), episode.physics[start])
+            record = pusht.run_policy(env, episode.physics[start], None, STEPS, actions=list(episode.actions[start:]))
+            np.testing.assert_array_equal(record["physics"], episode.physics[start:])
+            np.testing.assert_array_equal(record["frames"][1:], episode.frames[start + 1:])
+    finally:
+        env.close()
+    _assert_same(pusht.replay_episode(episode), episode)
+
+
+def test_restore_sets_bodies_in_the_documented_order():
+    # angle then position: setting the angle last would rotate the T about its centre of
+    # gravity (0, 45 in the body frame) and move its origin.
+    env = pusht.make_env(RESOLUTION, STEPS, render=False)
+    env.reset(seed=0)
+    target = np.array([100.0, 120.0, 3.0, -4.0, 300.0, 310.0, 1.2, 0.5, -0.25, 0.1])
+    pusht.restore_physics_state(env, target)
+    np.testing.assert_allclose(pusht.physics_state(env), target, atol=1e-9)
+    block = env.unwrapped.block
+    np.testing.assert_allclose(np.array(block.local_to_world((0, 0))), target[4:6], atol=1e-9)
+    with pytest.raises(ValueError, match="finite"):
+        pusht.restore_physics_state(env, np.full(10, np.nan))
+    env.close()
+
+
+def test_coverage_matches_gym_pusht(episodes):
+    env = pusht.make_env(RESOLUTION, STEPS, render=False)
+    env.reset(seed=0)
+    for physics in (episodes[0].physics[-1], np.array([0, 0, 0, 0, 256, 256, np.pi / 4, 0, 0, 0.0])):
+        pusht.restore_physics_state(env, physics)
+        assert pusht.goal_coverage(physics) == pytest.approx(env.unwrapped._get_coverage(), abs=1e-9)
+    assert pusht.goal_coverage(np.array([0, 0, 0, 0, 256, 256, np.pi / 4, 0, 0, 0.0])) == pytest.approx(1.0)
+    env.close()
+
+
+def test_scripted_expert_solves_an_easy_start():
+    # Block 20 px and 0.2 rad from the goal, agent away from it: the expert must finish.
+    env = pusht.make_env(RESOLUTION, 300, render=False)
+    env.reset(seed=0)
+    start = np.array([100.0, 100.0, 0, 0, 256.0 + 20.0, 256.0 - 10.0, np.pi / 4 + 0.2, 0, 0, 0])
+    record = pusht.run_policy(env, start, pusht.ScriptedPushExpert(), 150, record_frames=False)
+    env.close()
+    assert record["success"] and record["coverage"][-1] > 0.95
+
+
+def test_save_and_load_are_bit_exact_and_dataset_reads_back(tmp_path, episodes):
+    config = PushTGenerationConfig(episodes=2, resolution=RESOLUTION, seed=0, max_steps=STEPS)
+    summary = pusht.generate_dataset(config, tmp_path, progress=False)
+    assert summary["all"]["episodes"] == 2 and summary["generated_now"] == 2
+    data = pusht.PushTEpisodeDataset(tmp_path)
+    assert len(data) == 2 and data.config == config
+    for stored, fresh in zip(data, episodes):
+        _assert_same(stored, fresh)
+        with np.load(data.paths[stored.index]) as raw:
+            np.testing.assert_array_equal(raw["states"], fresh.states)
+    assert json.loads((tmp_path / "summary.json").read_text())["all"]["episodes"] == 2
+
+    again = pusht.generate_dataset(config, tmp_path, progress=False)  # resumable: nothing left to do
+    assert again["generated_now"] == 0
+    with pytest.raises(ValueError, match="another config"):
+        pusht.generate_dataset(PushTGenerationConfig(episodes=2, resolution=RESOLUTION, seed=5, max_steps=STEPS),
+                               tmp_path, progress=False)
+
+
+def test_corrupt_episode_file_names_the_file(tmp_path, episodes):
+    path = pusht.save_episode(tmp_path / "episode_000000.npz", episodes[0])
+    path.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(ValueError, match="episode_000000.npz"):
+        pusht.load_episode(path)
+    broken = pusht.PushTEpisode(**{**episodes[0].__dict__, "actions": episodes[0].actions[:-1]})
+    with pytest.raises(ValueError, match=r"malformed in \['actions'\]"):
+        broken.validate()
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="max_steps"):
+        PushTGenerationConfig(max_steps=301).validate()
+    with pytest.raises(ValueError, match="policy_weights"):
+        PushTGenerationConfig(policy_weights={"teleport": 1.0}).validate()
+    with pytest.raises(ValueError, match="resolution"):
+        PushTGenerationConfig(resolution=8).validate()
+
+
+def test_cli_functions(tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    pusht.add_data_arguments(parser)
+    args = parser.parse_args(["--episodes", "1", "--out", str(tmp_path), "--resolution", "32", "--max-steps", "3",
+                              "--workers", "1", "--no-progress"])
+    assert pusht.run_data_command(args) == 0
+    printed = capsys.readouterr().out
+    assert "success" in printed and "final cov" in printed and "1 episodes generated" in printed
+    assert len(pusht.PushTEpisodeDataset(tmp_path)) == 1
