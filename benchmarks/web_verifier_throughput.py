@@ -180,7 +180,7 @@ def main() -> None:
 
         seconds = best_time(run, args.repeats)
         token.update({"responses": len(ids), "responses_per_s": len(ids) / seconds,
-                      "us_per_response": 1e6 * seconds / len(ids), "tokenizer": "embedded default",
+                      "us_per_response": 1e6 * seconds / len(ids), "tokenizer": "embedded miniweb (1,024-token BPE)",
                       "mean_response_tokens": sum(map(len, ids)) / len(ids)})
     cases.append(token)
 
@@ -204,11 +204,14 @@ def main() -> None:
             lines.append(f"| {case['case']} | skipped: {case['skipped'][:80]} | | | | | |")
             continue
         reward = case.get("mean_reward")
+
+        def cell(key, fmt):
+            return format(case[key], fmt) if key in case else "-"
         lines.append(
-            f"| {case['case']} | {case['responses_per_s']:,.0f} | {case.get('cold_cache_responses_per_s', float('nan')):,.0f} "
-            f"| {case['us_per_response']:.1f} | "
-            f"{case.get('mean_gold_lines', float('nan')):.1f} | {case.get('extraction_pairs_per_s', float('nan')):,.0f} | "
-            + (f"{reward['gold']:.2f} / {reward['perturbed']:.2f} / {reward['garbage']:.2f} |" if reward else " |"))
+            f"| {case['case']} | {cell('responses_per_s', ',.0f')} | {cell('cold_cache_responses_per_s', ',.0f')} "
+            f"| {cell('us_per_response', '.1f')} | {cell('mean_gold_lines', '.1f')} | "
+            f"{cell('extraction_pairs_per_s', ',.0f')} | "
+            + (f"{reward['gold']:.2f} / {reward['perturbed']:.2f} / {reward['garbage']:.2f} |" if reward else "- |"))
     table = "\n".join(lines) + "\n"
     out.with_suffix(".md").write_text(table)
     print(table)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 EMBEDDED_DIR = Path(__file__).parent / "assets" / "tokenizers"
-EMBEDDED = {"minitextworld": EMBEDDED_DIR / "minitextworld"}
+EMBEDDED = {"minitextworld": EMBEDDED_DIR / "minitextworld", "miniweb": EMBEDDED_DIR / "miniweb"}
 DEFAULT_TOKENIZER = "minitextworld"
 
 

@@ -400,3 +400,15 @@ def test_full_prompt_is_rlvr_worlds():
     path = shared_data_or_skip("wma", "rlvr_world_model_prompt.json")
     assert RLVR_WORLD_PROMPT == json.loads(path.read_text(encoding="utf-8"))["template"]
     assert COMPACT_PROMPT.endswith(RLVR_WORLD_PROMPT[RLVR_WORLD_PROMPT.index("URL: {url}"):])
+
+
+def test_embedded_web_tokenizer_is_the_miniweb_default():
+    from rlvr_envs.core.factory import build_task
+
+    task = build_task("rlvr_envs.tasks.web_state:MiniWebTask", size=64)
+    assert task.tokenizer.name_or_path.endswith("miniweb") and task.vocab_size == 1024
+    assert task.max_prompt_len < 600 and task.max_response_len < 600
+    text = task.target_text(task.transition(3)) + "\n[9] StaticText '\\ue60b Café ♥ 日本'"
+    assert task.tokenizer.decode(task.tokenizer(text, add_special_tokens=False)["input_ids"]) == text
+    results = task.verify(list(range(len(task))), [task.target_ids(i) for i in range(len(task))])
+    assert all(r.reward == 1.0 for r in results)

@@ -232,7 +232,7 @@ class WebStateConfig:
 
     data_dir: str | None = None  #: data root; default $RLVR_WORLD_DATA or ~/.cache/rlvr_world
     split: str = "test"  #: "train", "test" (the 99/1 split, see rlvr_envs.data.wma) or "all"
-    tokenizer: Any = None  #: the world model's tokenizer (HF name/path/object); default embedded
+    tokenizer: Any = "miniweb"  #: the world model's tokenizer (HF name/path/object); default the embedded web BPE
     prompt: str = "full"  #: "full" (RLVR-World's prompt) or "compact"
     target: str = "extracted"  #: gold from the trees ("extracted") or the files' change lists ("dataset")
     max_total_tokens: int | None = 5000  #: drop transitions whose prompt + gold answer is longer
@@ -305,7 +305,7 @@ class MiniWebTaskConfig:
     seed: int = 0  #: generator seed; transitions are a pure function of (config, seed, index)
     split: str = "test"  #: "train" or "test": disjoint generator streams of the same seed
     size: int = 256  #: number of transitions
-    tokenizer: Any = None  #: the world model's tokenizer (HF name/path/object); default embedded
+    tokenizer: Any = "miniweb"  #: the world model's tokenizer (HF name/path/object); default the embedded web BPE
     prompt: str = "compact"  #: "compact" (short, for small models) or "full" (RLVR-World's prompt)
     sites: tuple[str, ...] = mini_web.SITES  #: site kinds: shop, forum, admin
     list_items: int = 3  #: list entries visible at once
@@ -336,6 +336,20 @@ class MiniWebTaskConfig:
         self.generator_config().validate()
 
 
+def miniweb_records(config: MiniWebTaskConfig) -> list[wma.WmaRecord]:
+    """The `config.size` MiniWeb transitions of a task, as WMA records."""
+    generator = config.generator_config()
+    stream = 2 * config.seed + (config.split == "test")  # train and test never share a stream
+    records = []
+    for index in range(config.size):
+        row = mini_web.generate(generator, stream, index)
+        records.append(wma.WmaRecord(
+            uid=f"miniweb/{config.split}/{config.seed}/{index}", url=row["url"], objective=row["objective"],
+            previous_actions=tuple(row["previous_actions"]), current_action=row["current_action"],
+            observation=row["observation"], next_state_acctree=row["next_state_acctree"], split=config.split))
+    return records
+
+
 class MiniWebTask(WebChangeTask):
     """
     ## Description
@@ -343,7 +357,8 @@ class MiniWebTask(WebChangeTask):
     (`rlvr_envs.data.mini_web`): shop, forum and admin pages in WebArena's tree format;
     clicks, typing, hovering, scrolling and going back, with their effects. Gold answers
     come from the same change extraction as `RLVRWorld/WebState-v0`. Trees are ~10-40
-    lines, so the compact prompt fits a small model on a CPU. No download.
+    lines; with the embedded web tokenizer (`python -m trainers.miniweb_tokenizer`) the
+    compact prompt is ~250 tokens and the answer ~85, small enough for a CPU. No download.
 
     ## Reward
     Item-change F1 in [0, 1], exactly as WebState-v0.
@@ -363,17 +378,8 @@ class MiniWebTask(WebChangeTask):
     Config = MiniWebTaskConfig
 
     def __init__(self, config: MiniWebTaskConfig):
-        generator = config.generator_config()
-        stream = 2 * config.seed + (config.split == "test")  # train and test never share a stream
-        records = []
-        for index in range(config.size):
-            row = mini_web.generate(generator, stream, index)
-            records.append(wma.WmaRecord(
-                uid=f"miniweb/{config.split}/{config.seed}/{index}", url=row["url"], objective=row["objective"],
-                previous_actions=tuple(row["previous_actions"]), current_action=row["current_action"],
-                observation=row["observation"], next_state_acctree=row["next_state_acctree"], split=config.split))
-        super().__init__(records, config.tokenizer, config.prompt, "extracted", config.max_total_tokens,
-                         config.max_response_tokens)
+        super().__init__(miniweb_records(config), config.tokenizer, config.prompt, "extracted",
+                         config.max_total_tokens, config.max_response_tokens)
 
     @staticmethod
     def availability(data_dir: str | None = None) -> tuple[bool, str]:

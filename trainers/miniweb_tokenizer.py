@@ -1,0 +1,101 @@
+"""Train the embedded MiniWeb tokenizer: a small byte-level BPE for the web-state envs.
+
+The text-game tokenizer (`trainers.tokenizer`) never saw accessibility trees, so it spells
+`heading`, `StaticText` or `hasPopup` letter by letter and MiniWeb prompts come out near
+1,000 tokens. This one is trained the same way (`trainers.tokenizer.build_tokenizer`:
+byte-level, so any text round-trips exactly; numbers kept apart; word runs merge into
+phrases) on MiniWeb train-split prompts and gold answers, and ships as the default of
+`RLVRWorld/MiniWeb-v0`:
+
+    python -m trainers.miniweb_tokenizer            # writes rlvr_envs/assets/tokenizers/miniweb/
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rlvr_envs.tokenizers import EMBEDDED
+
+
+@dataclass
+class Args:
+    out_dir: str = str(EMBEDDED["miniweb"])
+    vocab_size: int = 1024
+    min_frequency: int = 2
+    #: MiniWeb train-split transitions to train on (the test split is never used for training)
+    rows: int = 3000
+    #: test-split transitions, only to report lengths and check round trips
+    report_rows: int = 256
+
+    def validate(self) -> None:
+        if self.vocab_size < 300:
+            raise ValueError(f"vocab_size must leave room for the 256 bytes and merges, got {self.vocab_size}")
+        if self.rows < 1 or self.report_rows < 1:
+            raise ValueError("rows and report_rows must be positive")
+
+
+def corpus(split: str, count: int) -> list[tuple[str, str]]:
+    """(prompt, gold answer) of `count` MiniWeb transitions, exactly as the env shows them."""
+    from rlvr_envs.tasks.web_state import MiniWebTaskConfig, miniweb_records, record_transition, web_prompt
+
+    config = MiniWebTaskConfig(split=split, size=count)
+    config.validate()
+    transitions = [record_transition(record) for record in miniweb_records(config)]
+    return [(web_prompt(t, config.prompt), t.meta["gold"].text()) for t in transitions]
+
+
+def main(args: Args) -> dict:
+    from trainers.tokenizer import build_tokenizer
+
+    args.validate()
+    start = time.perf_counter()
+    tokenizer = build_tokenizer([f"{p}\n{a}" for p, a in corpus("train", args.rows)], args.vocab_size,
+                                args.min_frequency)
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(str(out))
+    config_path = out / "tokenizer_config.json"  # name the class both transformers 4 and 5 load
+    config = json.loads(config_path.read_text())
+    config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    config_path.write_text(json.dumps(config, indent=2) + "\n")
+
+    pairs = corpus("test", args.report_rows)
+    prompts = [len(ids) for ids in tokenizer([p for p, _ in pairs], add_special_tokens=False)["input_ids"]]
+    answers = tokenizer([a for _, a in pairs], add_special_tokens=False)["input_ids"]
+    for (_, answer), ids in zip(pairs, answers):
+        assert tokenizer.decode(ids) == answer, f"round trip failed for {answer[:80]!r}"
+    lengths = [len(ids) for ids in answers]
+    summary = {
+        "vocab_size": len(tokenizer),
+        "trained_on": {"split": "train", "transitions": args.rows, "prompt": "compact"},
+        "test_split_lengths": {"prompt_mean": round(sum(prompts) / len(prompts), 1), "prompt_max": max(prompts),
+                               "answer_mean": round(sum(lengths) / len(lengths), 1), "answer_max": max(lengths),
+                               "transitions": len(pairs)},
+        "command": "python -m trainers.miniweb_tokenizer " + " ".join(
+            f"--{k.replace('_', '-')} {v}" for k, v in dataclasses.asdict(args).items()
+            if k != "out_dir" and v != getattr(Args(), k)),
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+    (out / "training_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    row = summary["test_split_lengths"]
+    print(f"{'prompt mean':>11} {'prompt max':>10} {'answer mean':>11} {'answer max':>10}")
+    print(f"{row['prompt_mean']:>11} {row['prompt_max']:>10} {row['answer_mean']:>11} {row['answer_max']:>10}")
+    print(f"vocab {summary['vocab_size']} -> {out}")
+    return summary
+
+
+def parse_args(argv: list[str] | None = None) -> Args:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    for f in dataclasses.fields(Args):
+        default = getattr(Args(), f.name)
+        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(default), default=default)
+    return Args(**vars(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main(parse_args())
