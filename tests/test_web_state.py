@@ -412,3 +412,9 @@ def test_embedded_web_tokenizer_is_the_miniweb_default():
     assert task.tokenizer.decode(task.tokenizer(text, add_special_tokens=False)["input_ids"]) == text
     results = task.verify(list(range(len(task))), [task.target_ids(i) for i in range(len(task))])
     assert all(r.reward == 1.0 for r in results)
+
+
+def test_repeated_wma_ids_get_unique_uids(tmp_path):
+    """WMA's task_id/step_idx repeat across agent runs; every transition keeps its own uid."""
+    write_jsonl(tmp_path / "wma" / "runs.jsonl", real_records() * 2)
+    assert [r.uid for r in wma.load_records(tmp_path)] == ["wma/0/1", "wma/1/1", "wma/0/1#1", "wma/1/1#1"]

@@ -33,6 +33,7 @@ JSONL); `on_corrupt="skip"` drops such rows instead and reports how many.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -248,7 +249,7 @@ def load_records(data_dir: str | os.PathLike | None = None, split: str = "all",
                 continue
             if record.uid in seen:  # WMA ids repeat across agent runs: keep uids unique
                 seen[record.uid] += 1
-                record = WmaRecord(**{**record.__dict__, "uid": f"{record.uid}#{seen[record.uid]}"})
+                record = dataclasses.replace(record, uid=f"{record.uid}#{seen[record.uid]}")
             else:
                 seen[record.uid] = 0
             if split == "all" or record.split == split:
