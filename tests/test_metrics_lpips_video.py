@@ -1,0 +1,153 @@
+"""LPIPS wrapper vs the `lpips` package, backbone bookkeeping, the video reward, repetition."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from rlvr_envs import metrics
+from rlvr_envs.metrics import LPIPSWeightsUnavailable, load_lpips
+
+SEED = 0
+
+
+def _reference(net: str, seed: int):
+    """The lpips package itself, with the same seeded random trunk (offline)."""
+    import warnings
+
+    import lpips
+
+    torch.manual_seed(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return lpips.LPIPS(net=net, pnet_rand=True, verbose=False).eval()
+
+
+def _frames(rng, shape):
+    return torch.from_numpy(rng.random(shape)).float()
+
+
+@pytest.fixture(scope="module")
+def pusht_pair():
+    from rlvr_envs.data import pusht
+
+    env = pusht.make_env(64, 10)
+    env.reset(seed=7)
+    first = pusht.render_frame(env)
+    observation, *_ = env.step(np.array([256.0, 256.0], dtype=np.float32))
+    env.close()
+    return np.stack([first, observation]), np.stack([observation, first])
+
+
+@pytest.mark.parametrize("net", ["vgg", "alex"])
+def test_batched_lpips_equals_the_package_per_image(net, pusht_pair):
+    model = load_lpips(net, random_backbone_seed=SEED)
+    reference = _reference(net, SEED)
+    rng = np.random.default_rng(0)
+    pred = torch.cat([_frames(rng, (2, 64, 64, 3)), torch.from_numpy(pusht_pair[0]).float() / 255])
+    target = torch.cat([_frames(rng, (2, 64, 64, 3)), torch.from_numpy(pusht_pair[1]).float() / 255])
+    ours = model(pred, target)
+    assert ours.shape == (4,)
+    with torch.no_grad():
+        for i in range(4):
+            x = pred[i].permute(2, 0, 1)[None] * 2 - 1
+            y = target[i].permute(2, 0, 1)[None] * 2 - 1
+            assert float(ours[i]) == pytest.approx(float(reference(x, y)), abs=1e-5)
+    assert model(pred[:1], pred[:1]).abs().max() < 1e-6
+
+
+def test_models_are_cached_and_labelled():
+    model = load_lpips("vgg", random_backbone_seed=SEED)
+    assert model is load_lpips("vgg", "cpu", random_backbone_seed=SEED)
+    assert model.backbone == "random(seed=0)" and model.net == "vgg"
+    other = load_lpips("vgg", random_backbone_seed=1)
+    assert other is not model and other.backbone == "random(seed=1)"
+    x, y = torch.rand(1, 32, 32, 3), torch.rand(1, 32, 32, 3)
+    assert float(model(x, y)) != float(other(x, y))  # different trunks really differ
+    assert not torch.is_grad_enabled() or not any(p.requires_grad for p in model.network.parameters())
+
+
+def test_missing_weights_fail_with_instructions(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path))
+    with pytest.raises(LPIPSWeightsUnavailable) as caught:
+        load_lpips("alex", allow_download=False)
+    message = str(caught.value)
+    assert str(tmp_path / "checkpoints" / "alexnet-owt-7be5be79.pth") in message
+    assert "https://download.pytorch.org/models/alexnet-owt-7be5be79.pth" in message
+    assert "random_backbone_seed" in message
+    with pytest.raises(ValueError, match="net must be one of"):
+        load_lpips("squeeze", random_backbone_seed=0)
+
+
+def test_chunked_forward_matches_one_forward():
+    model = load_lpips("alex", random_backbone_seed=SEED)
+    rng = np.random.default_rng(3)
+    pred, target = _frames(rng, (2, 3, 32, 32, 3)), _frames(rng, (2, 3, 32, 32, 3))
+    whole = model(pred, target)
+    assert whole.shape == (2, 3)
+    torch.testing.assert_close(model(pred, target, max_batch=2), whole, rtol=0, atol=1e-6)
+
+
+def test_frame_reward_is_minus_l1_plus_lpips_averaged_over_frames():
+    model = load_lpips("vgg", random_backbone_seed=SEED)
+    rng = np.random.default_rng(4)
+    target = _frames(rng, (3, 2, 32, 32, 3))
+    pred = target.clone()
+    pred[1] = _frames(rng, (2, 32, 32, 3))
+    pred[2, 1] = _frames(rng, (32, 32, 3))
+    batch = metrics.frame_reward(pred, target, model)
+    assert batch.reward.shape == (3,) and batch.lpips_backbone == "random(seed=0)" and batch.lpips_net == "vgg"
+    assert float(batch.reward[0]) == pytest.approx(0.0, abs=1e-6)  # a perfect prediction
+    assert float(batch.reward[0]) > float(batch.reward[2]) > float(batch.reward[1])  # fewer wrong frames is better
+    for i in range(3):
+        per_frame = metrics.mae(pred[i], target[i]) + model(pred[i], target[i])
+        assert float(batch.reward[i]) == pytest.approx(-float(per_frame.mean()), abs=1e-6)
+    assert batch.components(1)["l1"] == pytest.approx(float(batch.l1[1]))
+    single = metrics.frame_reward(pred[:, 0], target[:, 0], model)  # [B, H, W, 3] reads as T = 1
+    assert single.reward.shape == (3,)
+
+
+def test_video_metrics_report_in_paper_units_with_provenance():
+    model = load_lpips("vgg", random_backbone_seed=SEED)
+    rng = np.random.default_rng(5)
+    pred, target = _frames(rng, (2, 2, 32, 32, 3)), _frames(rng, (2, 2, 32, 32, 3))
+    batch = metrics.video_prediction_metrics(pred, target, model)
+    assert set(batch.values) == {"mse", "mae", "psnr", "ssim", "lpips"}
+    report = batch.report()
+    raw = batch.mean()
+    for name in ("mse", "ssim", "lpips"):
+        assert report[name] == pytest.approx(100 * raw[name])
+    for name in ("mae", "psnr"):
+        assert report[name] == pytest.approx(raw[name])
+    assert report["lpips_backbone"] == "random(seed=0)" and report["lpips_net"] == "vgg"
+    without = metrics.video_prediction_metrics(pred, target)
+    assert "lpips" not in without.values and without.report()["lpips_backbone"] is None
+
+
+def test_repetition_single_and_multi_step():
+    last_context = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    prediction = torch.tensor([[1, 2, 3], [4, 5, 7]])
+    flags = metrics.single_step_repetition(prediction, last_context)
+    assert flags.tolist() == [True, False]
+    assert metrics.repetition_rate(flags) == 0.5
+
+    frames = torch.tensor([
+        [[1, 1], [1, 1], [2, 2], [3, 3]],  # one repeat (frame 1 copies frame 0)
+        [[1, 2], [3, 4], [5, 6], [7, 8]],  # none
+    ])
+    multi = metrics.multi_step_repetition(frames)
+    assert multi.tolist() == [[True, False, False], [False, False, False]]
+    assert metrics.repetition_rate(multi, per="frame") == pytest.approx(1 / 6)
+    assert metrics.repetition_rate(multi, per="sample") == pytest.approx(1 / 2)
+    with pytest.raises(ValueError, match="T>=2"):
+        metrics.multi_step_repetition(frames[:, :1])
+    with pytest.raises(ValueError, match="per must be"):
+        metrics.repetition_rate(multi, per="episode")
+
+
+def test_lpips_runs_on_the_requested_device():
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = load_lpips("alex", device, random_backbone_seed=SEED)
+    out = model(torch.rand(2, 32, 32, 3), torch.rand(2, 32, 32, 3))  # CPU inputs are moved
+    assert out.device.type == device
