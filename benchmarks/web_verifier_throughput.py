@@ -59,7 +59,8 @@ def perturb(text: str, rng: random.Random) -> str:
 def garbage(text: str, rng: random.Random) -> str:
     kind = rng.randrange(3)
     if kind == 0:
-        return " ".join(rng.choice(("the", "page", "button", "will", "show", "click", "New", "items")) for _ in range(60))
+        words = ("the", "page", "button", "will", "show", "click", "New", "items")
+        return " ".join(rng.choice(words) for _ in range(60))
     if kind == 1:
         return "\n".join(f"[{rng.randrange(9999)}] link 'x{rng.randrange(99)}'" for _ in range(20))
     return text[: max(1, len(text) * rng.randrange(10, 60) // 100)]

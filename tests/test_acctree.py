@@ -327,7 +327,8 @@ def test_canonical_line_round_trips(item, depth, gap):
 # -- trees ---------------------------------------------------------------------------------------
 
 def test_tree_headers_depth_and_text():
-    text = "Tab 0 (current): Home\n\n[1] RootWebArea 'Home' focused: True\n\t[2] link 'A'\n\t\t[3] img 'x'\n\t[4] link 'B'"
+    text = ("Tab 0 (current): Home\n\n[1] RootWebArea 'Home' focused: True\n"
+            "\t[2] link 'A'\n\t\t[3] img 'x'\n\t[4] link 'B'")
     tree = parse_tree(text, strict=True)
     assert tree.headers == ("Tab 0 (current): Home",)
     assert [i.depth for i in tree.items] == [0, 1, 2, 1]

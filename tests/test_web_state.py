@@ -91,7 +91,8 @@ def test_missing_sections_extra_lines_and_duplicates_score_by_the_rule():
     glued = parse_changes(GOLD.text() + "\nThat is all.")
     assert glued.updated[-1] == "That is all." and score_changes(glued, GOLD)["precision"] == 0.8
     # a repeated right line is one more prediction (multiset), not a free pass (set)
-    doubled = parse_changes(GOLD.text().replace("[1272] button 'Search'", "[1272] button 'Search'\n[1272] button 'Search'"))
+    line = "[1272] button 'Search'"
+    doubled = parse_changes(GOLD.text().replace(line, line + "\n" + line))
     m = score_changes(doubled, GOLD)
     assert (m["matches"], m["predicted"], m["recall"], m["precision"]) == (4, 5, 1.0, 0.8)
     # "None" is an ordinary item: writing it where the gold has items is a wrong line
@@ -141,14 +142,16 @@ def real_records() -> list[dict]:
     for k, ((prompt, _), (_, _, following)) in enumerate(zip(json.loads(path.read_text())["examples"], real_pairs())):
         fields = wma.fields_from_prompt(prompt)
         rows.append({"task_id": k, "step_idx": 1, "url": fields["url"], "objective": fields["objective"],
-                     "previous_actions": ["None", fields["previous_action"]], "current_action": fields["current_action"],
+                     "previous_actions": ["None", fields["previous_action"]],
+                     "current_action": fields["current_action"],
                      "observation": fields["observation"], "next_state_acctree": following})
     return rows
 
 
 def test_fields_are_read_from_the_real_prompts():
     rows = real_records()
-    assert rows[0]["url"] == "http://openstreetmap.org:3000/search?query=restaurant%20near%20CMU#map=19/40.44242/-79.93974"
+    assert rows[0]["url"] == ("http://openstreetmap.org:3000/search?query=restaurant%20near%20CMU"
+                              "#map=19/40.44242/-79.93974")
     assert rows[0]["objective"] == "What are the latitude and longitude of a restaurant near CMU?"
     assert rows[0]["previous_actions"][-1].startswith("type [12] [restaurant near CMU] [1] where [12] is textbox")
     assert rows[0]["current_action"] == "click [707] where [707] is button for first listed restaurant"
@@ -182,7 +185,8 @@ def rlvr_dir(tmp_path):
     rows = []
     for row, expected in zip(real_records(), EXPECTED):
         question = RLVR_WORLD_PROMPT.format(previous_action=row["previous_actions"][-1], **row)
-        rows.append({"task_id": row["task_id"], "step_idx": row["step_idx"], "previous_actions": row["previous_actions"],
+        rows.append({"task_id": row["task_id"], "step_idx": row["step_idx"],
+                     "previous_actions": row["previous_actions"],
                      "next_state_acctree": row["next_state_acctree"], "question": question,
                      "new_items": "\n".join(expected["new"]) or "None", "deleted_items": "None",
                      "updated_items": "\n".join(expected["updated"]) or "None"})
@@ -278,7 +282,8 @@ def test_download_command(tmp_path, monkeypatch, rlvr_dir, capsys):
     assert cli.main(["data", "wma", "--data-dir", str(tmp_path / "online")]) == 0
     out = capsys.readouterr().out
     assert calls == [(wma.DEFAULT_REPO, "dataset")]
-    assert "train            1" in out and "test             1" in out and "2 records carry WMA's own change lists" in out and "OK:" in out
+    assert "train            1" in out and "test             1" in out and "OK:" in out
+    assert "2 records carry WMA's own change lists" in out
 
 
 # -- tasks and envs ---------------------------------------------------------------------------------

@@ -128,7 +128,8 @@ class _Browser:
 
     def product(self, word: str | None = None) -> dict[str, Any]:
         noun = self.rng.choice([n for n in _NOUNS if word is None or word in n.lower()] or list(_NOUNS))
-        return {"name": f"{self.rng.choice(_ADJECTIVES)} {noun}", "price": f"${self.rng.randint(3, 300)}.{self.rng.choice(('00', '49', '99'))}"}
+        name = f"{self.rng.choice(_ADJECTIVES)} {noun}"
+        return {"name": name, "price": f"${self.rng.randint(3, 300)}.{self.rng.choice(('00', '49', '99'))}"}
 
     def header(self) -> list[Node]:
         home = {"shop": "One Stop Market", "forum": "Postmill", "admin": "Magento Admin Panel"}[self.site]
@@ -195,7 +196,8 @@ class _Browser:
             def make(entry):
                 return self.node("article", "", children=[
                     self.node("link", entry["title"], behavior="nav", page="post"),
-                    self.node("StaticText", f"Submitted by {entry['user']} {entry['hours']} hours ago", behavior="text"),
+                    self.node("StaticText", f"Submitted by {entry['user']} {entry['hours']} hours ago",
+                              behavior="text"),
                     self.node("StaticText", str(entry["score"]), behavior="text"),
                     self.node("button", "Upvote", behavior="upvote")])
             entries = [{"title": self.rng.choice(_TOPICS).format(query or self.rng.choice(_WORDS)),
@@ -207,7 +209,8 @@ class _Browser:
             return f"/f/{forum}", f"/f/{forum}", self.list_page(f"/f/{forum}", entries, make)
         if page == "post":
             topic = self.rng.choice(_TOPICS).format(self.rng.choice(_WORDS))
-            comments = [self.node("StaticText", f"{self.rng.choice(_USERS)}: {self.rng.choice(('+1', 'Same here.', 'Try the other one.', 'Thanks!'))}", behavior="text")
+            replies = ("+1", "Same here.", "Try the other one.", "Thanks!")
+            comments = [self.node("StaticText", f"{self.rng.choice(_USERS)}: {self.rng.choice(replies)}", behavior="text")
                         for _ in range(self.rng.randint(1, 3))]
             return f"/f/{self.rng.choice(_FORUMS)}/{self.rng.randint(10, 999)}", topic, [
                 self.node("heading", topic, behavior="text"),
@@ -333,7 +336,7 @@ class _Browser:
         field = node.name.lower()
         user = self.rng.choice(_USERS)
         text = {"email": f"{user}@example.com", "name": user.title(), "phone": f"555-{self.rng.randint(1000, 9999)}",
-                "qty": str(self.rng.randint(1, 5))}.get(field, f"{self.rng.choice(_TOPICS).format(self.rng.choice(_WORDS))}")
+                "qty": str(self.rng.randint(1, 5))}.get(field, self.rng.choice(_TOPICS).format(self.rng.choice(_WORDS)))
         return text, False
 
     def focus(self, target: Node) -> None:
