@@ -70,8 +70,8 @@ class MiniTextWorldConfig:
         boiling, food chilling, fires burning down, games won and lost).
     plan_rate: the chance that the transition's own action is the plan's; otherwise it is
         random (half idle: look/inventory/examine, half manipulation, often refused). It
-        sets how often the state changes: 0.2 gives about 40 % changed transitions at easy
-        (47 % at hard), like the ByteSized32 test set (1,210 of 2,954).
+        sets how often the state changes: 0.2 gives 41-46 % changed transitions (test split,
+        easy to hard), like the ByteSized32 test set (1,210 of 2,954 = 41 %).
     """
 
     games: tuple[str, ...] = ("boil-pot", "chill-groceries", "freeze-tray", "keep-campfire")
@@ -202,6 +202,15 @@ class World:
         self.remove(old)
         return self.add(base, type_, properties, parent)
 
+    def shuffle_uuids(self, rng: random.Random) -> None:
+        """Renumber every object but the agent and the room in a random order, so a uuid says
+        nothing about an object's role (as in ByteSized32, where it is creation order)."""
+        others = [thing for thing in self.things() if thing is not self.room and thing is not self.agent]
+        uuids = [thing.uuid for thing in others]
+        rng.shuffle(uuids)
+        for thing, uuid in zip(others, uuids):
+            thing.uuid = uuid
+
     def things(self) -> list[Thing]:
         """Every object, depth first from the room (the order ByteSized32 lists them in)."""
         out: list[Thing] = []
@@ -326,6 +335,9 @@ def act(world: World, action: Action) -> str:
             return f"The {thing.name} is already in your inventory."
         if not thing.is_("isMoveable"):
             return f"The {thing.name} is not moveable."
+        closed = [holder for holder in thing.ancestors() if not holder.is_("isOpen")]
+        if closed:
+            return f"The {thing.name} is inside the closed {closed[0].name}."
         world.move(thing, world.agent)
         return f"You put the {thing.name} in your inventory."
     if verb == "put":
@@ -457,89 +469,41 @@ def tick(world: World) -> None:
             world.messages.append(f"The fire in the {pit.name} goes out.")
 
 
-# -- rules text (ByteSized32 style, composed from the types and verbs a game uses) -----------
+# -- rules text (ByteSized32's object/action/score rules, kept terse for short prompts) -------
 
 OBJECT_RULES = {
     "GameObject": (
-        "Description: Abstract class for all game objects\n"
-        "Properties:\n"
-        "- A GameObject could be a container (isContainer) and could be moveable (isMoveable).\n"
-        f"- An object with a temperature moves toward the target of the innermost device around it that "
-        f"is on (and closed, if it has a door) by that device's degreesPerTick each tick; otherwise it moves "
-        f"{ROOM_DRIFT} degrees per tick toward {ROOM_TEMPERATURE}."),
-    "Container": (
-        "Description: Something that holds objects (contains)\n"
-        "Properties:\n"
-        "- It could be openable (isOpenable); things can be put in or taken out only while it is open "
-        "(isOpen).\n"
-        "- containerPrefix is the word used for it (in/on)."),
-    "Device": (
-        "Description: Something that can be turned on or off (isActivatable, isOn)"),
-    "Stove": (
-        "Description: A heating device with a surface (on)\n"
-        "Properties:\n"
-        "- Not moveable, not openable.\n"
-        "- When on, it heats what is on it toward targetTemperature."),
-    "Sink": (
-        "Description: A device and container\n"
-        "Properties:\n"
-        "- Not moveable.\n"
-        "- Per tick, if on, it fills each water container in it (isWaterContainer) that holds no water, "
-        f"ice or steam with a new water object at {ROOM_TEMPERATURE} degrees."),
-    "Pot": (
-        "Description: A movable water container\n"
-        "Properties:\n"
-        f"- If it holds no water and reaches {SCORCH_TEMPERATURE} degrees it becomes scorched (isScorched)."),
-    "Water": (
-        "Description: A substance with a temperature\n"
-        "Properties:\n"
-        f"- Per tick, after heating: water at {BOILING_POINT} or more is removed and replaced by a new steam "
-        f"object, water at {MELTING_POINT} or less by a new ice object, and ice above {MELTING_POINT} by a new "
-        "water object, each with the same temperature, in the same container.\n"
-        "- New objects get the uuid max_UUID, which then grows by one."),
-    "Fridge": (
-        "Description: A cooling device with a door (in)\n"
-        "Properties:\n"
-        "- Not moveable.\n"
-        "- Cools its contents toward targetTemperature only while on and closed."),
-    "Freezer": (
-        "Description: A cooling device with a door (in)\n"
-        "Properties:\n"
-        "- Not moveable.\n"
-        "- Cools its contents toward targetTemperature only while on and closed."),
-    "Food": (
-        "Description: Something to eat\n"
-        "Properties:\n"
-        f"- Per tick, after heating, food at {MELTING_POINT} degrees or colder becomes frozen (isFrozen) for "
-        "good."),
-    "IceTray": (
-        "Description: A movable water container"),
-    "FirePit": (
-        "Description: A container (in) that is not moveable\n"
-        "Properties:\n"
-        "- Per tick while burning (isBurning): burnTime grows by 1, every log in it loses 1 fuel, a log at 0 "
-        "fuel is removed and a new ash object created in its place; with no log left the fire goes out."),
-    "Match": (
-        "Description: Lights a fire pit; used up when struck"),
+        "Objects may be containers (isContainer) and moveable (isMoveable). Each tick, a temperature moves "
+        f"{ROOM_DRIFT} toward {ROOM_TEMPERATURE}, or degreesPerTick toward targetTemperature inside a device that "
+        "is on (and closed, if it has a door). A new object gets uuid max_UUID, then max_UUID grows by 1."),
+    "Container": "Containers hold objects (contains); things go in or out only while isOpen.",
+    "Stove": "Stove: a device things go on.",
+    "Sink": ("Sink: at the end of each tick while on, fills each water container (isWaterContainer) in it "
+             f"holding no water, ice or steam with new water at {ROOM_TEMPERATURE}."),
+    "Pot": f"Pot: a water container; without water at {SCORCH_TEMPERATURE} or hotter it becomes isScorched.",
+    "Water": (f"Water: after temperatures change, water at {BOILING_POINT} or more becomes new steam, at "
+              f"{MELTING_POINT} or less new ice; ice above {MELTING_POINT} becomes new water (old object removed; "
+              "same container and temperature)."),
+    "Fridge": "Fridge: a cooling device with a door.",
+    "Freezer": "Freezer: a cooling device with a door.",
+    "Food": f"Food: after temperatures change, food at {MELTING_POINT} or colder becomes isFrozen for good.",
+    "IceTray": "IceTray: a water container.",
+    "FirePit": ("FirePit: each tick while isBurning, burnTime grows by 1 and each log in it loses 1 fuel; a log "
+                "at 0 fuel is replaced by new ash; with no log left, isBurning becomes false."),
+    "Match": "Match: used up when struck.",
 }
 
 ACTION_RULES = {
-    "look": "look/inventory/examine:\nRules:\n1. These actions do not change the game state",
-    "take": ("take:\nRules:\n1. The object must be moveable\n2. It must be reachable through open containers\n"
-             "3. It moves into the inventory (the agent)"),
-    "put": ("put:\nRules:\n1. The object must be in the inventory\n2. The target must be an open container\n"
-            "3. The object moves into the target"),
-    "open": ("open/close:\nRules:\n1. The target must be openable\n2. open sets isOpen to true, close to false "
-             "(no change if already so)"),
-    "turn": ("turn on/off:\nRules:\n1. The target must be activatable\n2. turn on sets isOn to true, turn off "
-             "to false (no change if already so)"),
-    "light": ("light:\nRules:\n1. The match must be in the inventory\n2. The match is removed in any case\n"
-              "3. If the fire pit holds a log and is not burning, it starts burning"),
+    "look": "look, inventory, examine: change nothing.",
+    "take": "take X: X must be moveable, not held, not in a closed container; X moves into the agent.",
+    "put": "put X in/on Y: X must be held and Y an open container; X moves into Y.",
+    "open": "open/close X: X must be isOpenable; sets isOpen.",
+    "turn": "turn on/off X: X must be isActivatable; sets isOn.",
+    "light": "light X with M: M must be held and is removed; if X holds a log and is not burning, it starts burning.",
+    "tick": "A refused action changes nothing. After every action the world ticks.",
 }
 
-BASE_TYPES = ("GameObject", "Container", "Device")
-TICK_ORDER = ("Per tick, in order: temperatures, water phase changes, scorching, freezing food, sinks, fire "
-              "pits; then the score.")
+BASE_TYPES = ("GameObject", "Container")
 
 
 # -- the games --------------------------------------------------------------------------------
@@ -570,10 +534,10 @@ class Game:
     score: Callable[[World], Score]
 
     def rules(self) -> dict[str, str]:
-        objects = "\n==========\n".join(f"Object: {kind}\n{OBJECT_RULES[kind]}"
-                                         for kind in (*BASE_TYPES, *self.object_types))
-        actions = "\n\n".join(ACTION_RULES[verb] for verb in ("look", "take", "put", "open", "turn", *self.verbs))
-        return {"object": f"{objects}\n\n{TICK_ORDER}", "action": actions, "score": self.score_rule}
+        objects = "\n".join(OBJECT_RULES[kind] for kind in (*BASE_TYPES, *self.object_types))
+        verbs = ("look", "take", "put", "open", "turn", *self.verbs, "tick")
+        return {"object": objects, "action": "\n".join(ACTION_RULES[verb] for verb in verbs),
+                "score": self.score_rule}
 
 
 def _fetch(world: World, thing: Thing) -> Action:
@@ -603,13 +567,37 @@ def _only(world: World, type_: str) -> Thing:
     return world.of_type(type_)[0]
 
 
+# Shared appliances. Names and settings vary with the seed so that playthroughs differ from
+# their first step (a fixed kitchen would make many train and test transitions identical).
+def _add_stove(world: World, rng: random.Random) -> Thing:
+    return world.add(rng.choice(("stove", "cooktop")), "Stove", {
+        **container(False, prefix="on"), **device(False),
+        **thermal(rng.choice((200, 250, 300)), rng.choice((20, 25, 30, 40)))})
+
+
+def _add_sink(world: World, rng: random.Random) -> Thing:
+    return world.add(rng.choice(("sink", "basin")), "Sink", {**container(False), **device(rng.random() < 0.2)})
+
+
+def _add_fridge(world: World, rng: random.Random) -> Thing:
+    return world.add(rng.choice(("fridge", "refrigerator")), "Fridge", {
+        **container(False, openable=True, is_open=False), **device(rng.random() < 0.5),
+        **thermal(rng.randint(1, COLD_ENOUGH), rng.choice((3, 4, 5)))})
+
+
+def _add_freezer(world: World, rng: random.Random, is_on: bool) -> Thing:
+    return world.add(rng.choice(("freezer", "chest freezer")), "Freezer", {
+        **container(False, openable=True, is_open=False), **device(is_on),
+        **thermal(rng.choice((-20, -15, -10)), rng.choice((5, 10, 15)))})
+
+
 # boil-pot: fill a pot at the sink and boil it on the stove; an empty pot left on the stove scorches
 def _setup_boil(world: World, rng: random.Random) -> None:
-    world.add("stove", "Stove", {**container(False, prefix="on"), **device(False), **thermal(250, 30)})
-    world.add("sink", "Sink", {**container(False), **device(False)})
-    pot_place = rng.choice([world.room, world.room.contents[-1]])  # in the room or already in the sink
-    world.add("pot", "Pot", {**container(True), **water_container(), "temperature": ROOM_TEMPERATURE,
-                             "isScorched": False}, pot_place)
+    _add_stove(world, rng)
+    sink = _add_sink(world, rng)
+    world.add(rng.choice(("pot", "saucepan", "kettle")), "Pot", {
+        **container(True), **water_container(), "temperature": ROOM_TEMPERATURE, "isScorched": False},
+        rng.choice([world.room, sink]))
 
 
 def _plan_boil(world: World) -> Action | None:
@@ -637,13 +625,12 @@ FOODS = ("milk", "cheese", "butter", "yogurt", "chicken", "fish")
 
 
 def _setup_chill(world: World, rng: random.Random) -> None:
-    world.add("fridge", "Fridge", {**container(False, openable=True, is_open=False), **device(rng.random() < 0.5),
-                                   **thermal(COLD_ENOUGH, 4)})
-    world.add("freezer", "Freezer", {**container(False, openable=True, is_open=False), **device(True),
-                                     **thermal(-10, 10)})
-    counter = world.add("counter", "Counter", container(False, prefix="on"))
+    _add_fridge(world, rng)
+    _add_freezer(world, rng, is_on=True)
+    counter = world.add(rng.choice(("counter", "table", "shelf")), "Counter", container(False, prefix="on"))
     for base in rng.sample(FOODS, rng.choice([1, 2])):
-        world.add(base, "Food", {**item(True), "temperature": ROOM_TEMPERATURE, "isFrozen": False}, counter)
+        world.add(base, "Food", {**item(True), "temperature": ROOM_TEMPERATURE, "isFrozen": False},
+                  rng.choice([counter, world.room]))
 
 
 def _plan_chill(world: World) -> Action | None:
@@ -664,10 +651,10 @@ def _score_chill(world: World) -> Score:
 
 # freeze-tray: fill the ice tray at the sink, then freeze it in the closed, running freezer
 def _setup_freeze(world: World, rng: random.Random) -> None:
-    world.add("freezer", "Freezer", {**container(False, openable=True, is_open=False), **device(rng.random() < 0.5),
-                                     **thermal(-10, 10)})
-    world.add("sink", "Sink", {**container(False), **device(False)})
-    world.add("ice tray", "IceTray", {**container(True), **water_container()})
+    _add_freezer(world, rng, is_on=rng.random() < 0.5)
+    sink = _add_sink(world, rng)
+    world.add(rng.choice(("ice tray", "ice mold")), "IceTray", {**container(True), **water_container()},
+              rng.choice([world.room, sink]))
 
 
 def _plan_freeze(world: World) -> Action | None:
@@ -696,9 +683,10 @@ def _setup_campfire(world: World, rng: random.Random) -> None:
     # logs burn side by side, so the longest fire adds each log when the last one has 1 fuel left
     longest_fire = sum(fuels) - (len(fuels) - 1)
     goal = longest_fire - rng.randint(0, 1)
-    world.add("fire pit", "FirePit", {**container(False), "isBurning": False, "burnTime": 0, "burnGoal": goal})
+    world.add(rng.choice(("fire pit", "fire ring")), "FirePit", {
+        **container(False), "isBurning": False, "burnTime": 0, "burnGoal": goal})
     for fuel in fuels:
-        world.add("log", "Log", {**item(True), "fuel": fuel})
+        world.add(rng.choice(("log", "branch")), "Log", {**item(True), "fuel": fuel})
     for _ in range(rng.randint(1, 2)):
         world.add("match", "Match", item(True))
 
@@ -734,24 +722,23 @@ def _score_campfire(world: World) -> Score:
 GAMES: dict[str, Game] = {game.name: game for game in (
     Game("boil-pot", "kitchen", "Your task is to boil water.",
          ("Stove", "Sink", "Pot", "Water"), (),
-         "The player gets one point when a pot holds water, one more while that pot is on a stove that is on, "
-         "and one more and wins the game when the water boils into steam.\n"
-         "The player loses the game if a pot is scorched.",
+         "1 point when a pot holds water, 1 more while it is on a stove that is on, 1 more and the game is won "
+         "when the water boils into steam. The game is lost if a pot is scorched.",
          _setup_boil, _plan_boil, _score_boil),
     Game("chill-groceries", "kitchen", "Your task is to chill the groceries in the fridge.",
          ("Fridge", "Freezer", "Food"), (),
-         f"The player gets one point for each food at {COLD_ENOUGH} degrees or colder that is not frozen, and wins "
-         "the game when every food is.\nThe player loses the game if any food is frozen.",
+         f"1 point for each food at {COLD_ENOUGH} or colder and not frozen; the game is won when every food is. "
+         "The game is lost if any food is frozen.",
          _setup_chill, _plan_chill, _score_chill),
     Game("freeze-tray", "kitchen", "Your task is to make ice.",
          ("Freezer", "Sink", "IceTray", "Water"), (),
-         "The player gets one point when the ice tray holds water or ice, one more while it is in a freezer, and "
-         "one more and wins the game when any ice exists.",
+         "1 point when the ice tray holds water or ice, 1 more while it is in a freezer, 1 more and the game is "
+         "won when any ice exists.",
          _setup_freeze, _plan_freeze, _score_freeze),
     Game("keep-campfire", "campsite", "Your task is to keep the campfire burning.",
          ("FirePit", "Match"), ("light",),
-         "The score is the fire pit's burnTime. The player wins the game when burnTime reaches burnGoal.\n"
-         "The player loses the game if the fire goes out, or if no match is left and the fire never burned.",
+         "The score is the fire pit's burnTime; the game is won when it reaches burnGoal. The game is lost if the "
+         "fire goes out, or if no match is left and the fire never burned.",
          _setup_campfire, _plan_campfire, _score_campfire),
 )}
 
@@ -801,6 +788,7 @@ def build_world(game: Game, config: MiniTextWorldConfig, rng: random.Random) -> 
         if thing.is_("isMoveable") and thing.type not in ("World", "Agent"):
             for key, value in _extra_properties(rng, config.extra_properties).items():
                 thing.properties.setdefault(key, value)
+    world.shuffle_uuids(rng)
     return world
 
 
