@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -30,7 +32,19 @@ def registry_test_kwargs(env_id: str) -> dict:
 
     if env_id.startswith("RLVRWorld/TextGame"):
         return {"data_dir": str(shared_data_or_skip().resolve()), "split": "test_sample"}
+    if env_id.startswith("RLVRWorld/WebState"):
+        return {"data_dir": real_wma_data_dir(), "split": "all"}
     available, hint = entry(env_id).availability()
     if not available:
         pytest.skip(f"{env_id}: external data absent here ({hint})")
     return {}
+
+
+@functools.cache
+def real_wma_data_dir() -> str:
+    """A data root holding the two real WebArena transitions of ../shared as WMA JSONL."""
+    from tests.test_web_state import real_records, write_jsonl
+
+    root = Path(tempfile.mkdtemp(prefix="rlvr_wma_"))
+    write_jsonl(root / "wma" / "real_pairs.jsonl", real_records())
+    return str(root)
