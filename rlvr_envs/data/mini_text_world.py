@@ -21,9 +21,12 @@ real dynamics driven by object types, as ByteSized32 games are:
 
 One step is ByteSized32's: the action's effect (`action_state`), then the world tick
 (`tick_state`), then the score (`next_score_state`). `generate_row(config, seed, index)`
-plays a random-but-sensible playthrough (the game's reactive plan mixed with random
-actions, many of them looking around or failing) of an `index`-determined length and
-returns its last transition; it is a pure function of its arguments.
+plays a random-but-sensible playthrough (mostly the game's reactive plan, sometimes a
+random action) and returns the step at an `index`-determined point of it, with an action
+that is the plan's or, more often, a random one (looking around, or an attempt the rules
+refuse), so about 40 % of transitions change the state, as in ByteSized32's test set. It
+is a pure function of its arguments. The rules text keeps ByteSized32's three kinds
+(object, action, score) but is terse, so that prompts fit a small model on a CPU.
 """
 
 from __future__ import annotations
@@ -123,8 +126,8 @@ class Thing:
         return bool(self.properties.get(key, False))
 
     @property
-    def is_accessible(self) -> bool:
-        """Whether what is inside can be seen and reached (open, or not a container)."""
+    def is_open_container(self) -> bool:
+        """Whether what is inside can be seen and reached."""
         return self.is_("isContainer") and self.is_("isOpen")
 
     def ancestors(self) -> Iterator[Thing]:
@@ -234,7 +237,7 @@ class World:
             for child in node.contents:
                 if child is not self.agent:
                     out.append(child)
-                if child.is_accessible:
+                if child.is_open_container:
                     walk(child)
 
         walk(self.room)
@@ -840,7 +843,7 @@ def generate_row(config: MiniTextWorldConfig, seed: int, index: int) -> dict[str
     game = GAMES[config.games[index % len(config.games)]]
     world = build_world(game, config, rng)
     observation, last_action = world.look_text(), ""
-    history = []  # the world before each step, with the observation and action that led to it
+    history: list[tuple[World, str, str]] = []  # the world before each step, with the observation and action that led to it
     for _ in range(config.max_steps):
         history.append((world.clone(), observation, last_action))
         action = choose_action(world, game, rng, config.rollout_plan_rate)
