@@ -151,3 +151,19 @@ def test_lpips_runs_on_the_requested_device():
     model = load_lpips("alex", device, random_backbone_seed=SEED)
     out = model(torch.rand(2, 32, 32, 3), torch.rand(2, 32, 32, 3))  # CPU inputs are moved
     assert out.device.type == device
+
+
+def test_group_target_broadcast_equals_repeated_target():
+    # A GRPO group: G predictions of one ground truth; the target is given once.
+    model = load_lpips("alex", random_backbone_seed=SEED)
+    rng = np.random.default_rng(6)
+    pred, target = _frames(rng, (4, 2, 32, 32, 3)), _frames(rng, (1, 2, 32, 32, 3))
+    repeated = target.expand(4, -1, -1, -1, -1).clone()
+    torch.testing.assert_close(model(pred, target), model(pred, repeated), rtol=0, atol=1e-6)
+    shared = metrics.frame_reward(pred, target, model)
+    full = metrics.frame_reward(pred, repeated, model)
+    torch.testing.assert_close(shared.reward, full.reward, rtol=0, atol=1e-6)
+    torch.testing.assert_close(metrics.video_prediction_metrics(pred, target).values["ssim"],
+                               metrics.video_prediction_metrics(pred, repeated).values["ssim"])
+    with pytest.raises(ValueError, match="does not broadcast"):
+        metrics.frame_reward(pred, _frames(rng, (3, 2, 32, 32, 3)), model)

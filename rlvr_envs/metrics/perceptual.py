@@ -17,6 +17,7 @@ records that label, so a number can never silently come from the wrong trunk.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,8 +88,15 @@ class LPIPSModel:
     """A frozen LPIPS network that scores channels-last frame batches in one forward pass.
 
     Call it as `model(pred, target)` with `[..., H, W, 3]` frames (uint8 or float in
-    [0, 1]); it returns LPIPS per frame shaped like the leading dimensions. Inputs are
-    scaled to [-1, 1] as LPIPS expects.
+    [0, 1]); it returns LPIPS per frame shaped like the (broadcast) leading dimensions.
+    Inputs are scaled to [-1, 1] as LPIPS expects.
+
+    `target` may broadcast against `pred` (e.g. pred `[G, T, H, W, 3]`, target
+    `[1, T, H, W, 3]`): a GRPO group scores G predictions of one ground truth, and the
+    trunk then runs once per distinct frame instead of once per pair, which is about half
+    the work. The distance itself is the `lpips` package's (same trunk, heads, feature
+    normalisation and spatial average), evaluated on the two feature sets; the tests check
+    it against `lpips.LPIPS.forward` to 1e-5.
     """
 
     def __init__(self, network: torch.nn.Module, config: LPIPSConfig):
@@ -101,23 +109,49 @@ class LPIPSModel:
     def __repr__(self) -> str:
         return f"LPIPSModel(net={self.net!r}, backbone={self.backbone!r}, device={str(self.device)!r})"
 
+    def _features(self, frames: torch.Tensor, max_batch: int | None) -> list[torch.Tensor]:
+        """Unit-normalised trunk features of `[N, H, W, 3]` frames in [0, 1]."""
+        import lpips
+
+        network = self.network
+        x = (frames.permute(0, 3, 1, 2).to(torch.float32) * 2 - 1).contiguous(memory_format=torch.channels_last)
+        step = x.shape[0] if max_batch is None else max(1, int(max_batch))
+        per_chunk = []
+        for i in range(0, x.shape[0], step):
+            chunk = x[i : i + step]
+            scaled = network.scaling_layer(chunk) if network.version == "0.1" else chunk
+            per_chunk.append([lpips.normalize_tensor(f) for f in network.net.forward(scaled)])
+        return [torch.cat(level) for level in zip(*per_chunk)]
+
     @torch.inference_mode()
     def __call__(self, pred: FrameArray, target: FrameArray, max_batch: int | None = None) -> torch.Tensor:
-        """LPIPS per frame. `max_batch` bounds the frames per forward pass (memory); None = all."""
+        """LPIPS per frame. `max_batch` bounds the frames per trunk pass (memory); None = all."""
+        import lpips
+
         pred_t = as_unit_frames(pred, device=self.device)
         target_t = as_unit_frames(target, device=self.device)
-        if pred_t.shape != target_t.shape:
-            raise ValueError(f"prediction shape {tuple(pred_t.shape)} != target shape {tuple(target_t.shape)}")
-        leading = pred_t.shape[:-3]
-        height, width = pred_t.shape[-3:-1]
-        x = pred_t.reshape(-1, height, width, 3).permute(0, 3, 1, 2).to(torch.float32) * 2 - 1
-        y = target_t.reshape(-1, height, width, 3).permute(0, 3, 1, 2).to(torch.float32) * 2 - 1
-        count = x.shape[0]
-        if count == 0:
+        if pred_t.shape[-3:] != target_t.shape[-3:]:
+            raise ValueError(f"prediction frames {tuple(pred_t.shape)} and target frames {tuple(target_t.shape)} differ")
+        try:
+            leading = torch.broadcast_shapes(pred_t.shape[:-3], target_t.shape[:-3])
+        except RuntimeError as error:
+            raise ValueError(f"prediction shape {tuple(pred_t.shape)} and target shape {tuple(target_t.shape)} "
+                             "do not broadcast") from error
+        if math.prod(leading) == 0:
             return torch.zeros(leading, device=self.device)
-        step = count if max_batch is None else max(1, int(max_batch))
-        chunks = [self.network(x[i : i + step], y[i : i + step]) for i in range(0, count, step)]
-        return torch.cat(chunks).reshape(leading)
+        frame_shape = pred_t.shape[-3:]
+        features = []
+        for frames in (pred_t, target_t):
+            levels = self._features(frames.reshape(-1, *frame_shape), max_batch)
+            # back to the frames' own leading shape, broadcast (a view), then flat again
+            features.append([
+                f.reshape(*frames.shape[:-3], *f.shape[1:]).expand(*leading, *f.shape[1:]).reshape(-1, *f.shape[1:])
+                for f in levels
+            ])
+        total = 0
+        for level, (pred_f, target_f) in enumerate(zip(*features)):
+            total = total + lpips.spatial_average(self.network.lins[level]((pred_f - target_f) ** 2), keepdim=True)
+        return total.reshape(leading)
 
 
 def _build_network(config: LPIPSConfig) -> torch.nn.Module:
@@ -154,6 +188,7 @@ def _cached_model(config: LPIPSConfig) -> LPIPSModel:
     key = (config.net, config.device, config.backbone)  # allow_download does not change the model
     if key not in _MODELS:
         network = _build_network(config).to(config.device).eval()
+        network.net.to(memory_format=torch.channels_last)  # ~25 % faster convolutions on CPU
         for parameter in network.parameters():
             parameter.requires_grad_(False)
         _MODELS[key] = LPIPSModel(network, config)

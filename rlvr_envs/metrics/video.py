@@ -1,7 +1,9 @@
 """The video reward -(L1 + LPIPS) and the paper's evaluation metrics, per sample, batched.
 
 Shapes: predictions and targets are `[B, T, H, W, 3]` (T predicted frames per sample) or
-`[B, H, W, 3]` (read as T = 1), uint8 or float in [0, 1], on any device. Every value is
+`[B, H, W, 3]` (read as T = 1), uint8 or float in [0, 1], on any device. The target may
+have size 1 where the prediction has B (one ground truth for a whole GRPO group); LPIPS
+then runs its trunk on that target once. Every value is
 first computed per frame in one batched call (one LPIPS forward for all B*T frames; this
 is what makes the reward cheap enough for a GRPO group), then averaged over the T frames
 of each sample, as RLVR-World averages the reward over predicted frames.
@@ -26,15 +28,18 @@ METRIC_NAMES = tuple(PAPER_SCALE)
 
 
 def _as_clips(pred: FrameArray, target: FrameArray) -> tuple[torch.Tensor, torch.Tensor]:
+    """Both as `[B, T, H, W, 3]`; `target` keeps size-1 dims that broadcast against `pred`."""
     pred_t = as_unit_frames(pred)
     target_t = as_unit_frames(target, device=pred_t.device)
-    if pred_t.shape != target_t.shape:
-        raise ValueError(f"prediction shape {tuple(pred_t.shape)} != target shape {tuple(target_t.shape)}")
+    if pred_t.ndim not in (4, 5) or target_t.ndim != pred_t.ndim:
+        raise ValueError(f"expected [B, H, W, 3] or [B, T, H, W, 3] frames; got shapes {tuple(pred_t.shape)} "
+                         f"and {tuple(target_t.shape)}")
+    if any(t not in (p, 1) for p, t in zip(pred_t.shape, target_t.shape)):
+        raise ValueError(f"target shape {tuple(target_t.shape)} does not broadcast to prediction shape "
+                         f"{tuple(pred_t.shape)}")
     if pred_t.ndim == 4:
         return pred_t.unsqueeze(1), target_t.unsqueeze(1)
-    if pred_t.ndim == 5:
-        return pred_t, target_t
-    raise ValueError(f"expected [B, H, W, 3] or [B, T, H, W, 3] frames; got shape {tuple(pred_t.shape)}")
+    return pred_t, target_t
 
 
 @dataclass
@@ -61,7 +66,7 @@ def frame_reward(
 ) -> FrameRewardBatch:
     """RLVR-World's video reward -(L1 + LPIPS) per sample; higher is better, 0 for a perfect copy."""
     pred_clips, target_clips = _as_clips(pred, target)
-    l1 = mae(pred_clips, target_clips).mean(dim=1)
+    l1 = mae(pred_clips, target_clips.expand_as(pred_clips)).mean(dim=1)
     perceptual = lpips_model(pred_clips, target_clips, max_batch=max_batch).to(l1.device).mean(dim=1)
     return FrameRewardBatch(
         reward=-(l1 + perceptual), l1=l1, lpips=perceptual, lpips_net=lpips_model.net,
@@ -91,11 +96,12 @@ def video_prediction_metrics(
 ) -> VideoMetricsBatch:
     """All evaluation metrics per sample; LPIPS is skipped (and not reported) without a model."""
     pred_clips, target_clips = _as_clips(pred, target)
+    expanded = target_clips.expand_as(pred_clips)
     values = {
-        "mse": mse(pred_clips, target_clips).mean(dim=1),
-        "mae": mae(pred_clips, target_clips).mean(dim=1),
-        "psnr": psnr(pred_clips, target_clips).mean(dim=1),
-        "ssim": ssim(pred_clips, target_clips).mean(dim=1),
+        "mse": mse(pred_clips, expanded).mean(dim=1),
+        "mae": mae(pred_clips, expanded).mean(dim=1),
+        "psnr": psnr(pred_clips, expanded).mean(dim=1),
+        "ssim": ssim(pred_clips, expanded).mean(dim=1),
     }
     if lpips_model is None:
         return VideoMetricsBatch(values, None, None)
