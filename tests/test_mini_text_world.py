@@ -334,7 +334,7 @@ def test_easy_prompts_are_short_with_the_embedded_tokenizer(tasks):
     task = tasks["binary"]
     prompts = [len(task.prompt_ids(i)) for i in range(len(task))]
     answers = [len(task.target_ids(i)) for i in range(len(task))]
-    # measured on the 512 test transitions: prompts 447 mean / 545 max, answers 39 / 151
+    # measured on the 512 test transitions: prompts 448 mean / 558 max, answers 39 / 151
     assert statistics.mean(prompts) <= 480 and max(prompts) <= 600
     assert statistics.mean(answers) <= 60 and max(answers) <= 200
     assert task.vocab_size == 1024 and task.n_filtered == 0
