@@ -17,7 +17,6 @@ import dataclasses
 import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from rlvr_envs.tokenizers import EMBEDDED
 
@@ -50,32 +49,18 @@ def corpus(split: str, count: int) -> list[tuple[str, str]]:
 
 
 def main(args: Args) -> dict:
-    from trainers.tokenizer import build_tokenizer
+    from trainers.tokenizer import build_tokenizer, pair_lengths, save_tokenizer
 
     args.validate()
     start = time.perf_counter()
     tokenizer = build_tokenizer([f"{p}\n{a}" for p, a in corpus("train", args.rows)], args.vocab_size,
                                 args.min_frequency)
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(str(out))
-    config_path = out / "tokenizer_config.json"  # name the class both transformers 4 and 5 load
-    config = json.loads(config_path.read_text())
-    config["tokenizer_class"] = "PreTrainedTokenizerFast"
-    config_path.write_text(json.dumps(config, indent=2) + "\n")
-
+    out = save_tokenizer(tokenizer, args.out_dir)
     pairs = corpus("test", args.report_rows)
-    prompts = [len(ids) for ids in tokenizer([p for p, _ in pairs], add_special_tokens=False)["input_ids"]]
-    answers = tokenizer([a for _, a in pairs], add_special_tokens=False)["input_ids"]
-    for (_, answer), ids in zip(pairs, answers):
-        assert tokenizer.decode(ids) == answer, f"round trip failed for {answer[:80]!r}"
-    lengths = [len(ids) for ids in answers]
     summary = {
         "vocab_size": len(tokenizer),
         "trained_on": {"split": "train", "transitions": args.rows, "prompt": "compact"},
-        "test_split_lengths": {"prompt_mean": round(sum(prompts) / len(prompts), 1), "prompt_max": max(prompts),
-                               "answer_mean": round(sum(lengths) / len(lengths), 1), "answer_max": max(lengths),
-                               "transitions": len(pairs)},
+        "test_split_lengths": {**pair_lengths(tokenizer, pairs), "transitions": len(pairs)},
         "command": "python -m trainers.miniweb_tokenizer " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in dataclasses.asdict(args).items()
             if k != "out_dir" and v != getattr(Args(), k)),

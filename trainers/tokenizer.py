@@ -94,19 +94,33 @@ def build_tokenizer(texts: list[str], vocab_size: int, min_frequency: int):
                                    model_max_length=4096, clean_up_tokenization_spaces=False)
 
 
+def save_tokenizer(tokenizer, out_dir: str | Path) -> Path:
+    """`save_pretrained`, naming a tokenizer class that transformers 4.x and 5.x both load
+    (5.x records its own class name, which 4.x cannot)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.save_pretrained(str(out))
+    config_path = out / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config["tokenizer_class"] = "PreTrainedTokenizerFast"
+    config_path.write_text(json.dumps(config, indent=2) + "\n")
+    return out
+
+
+def pair_lengths(tokenizer, pairs: list[tuple[str, str]]) -> dict[str, float]:
+    """Prompt/answer token lengths of (prompt, answer) pairs; asserts every answer decodes back exactly."""
+    prompts = [len(ids) for ids in tokenizer([p for p, _ in pairs], add_special_tokens=False)["input_ids"]]
+    answers = tokenizer([a for _, a in pairs], add_special_tokens=False)["input_ids"]
+    for (_, answer), ids in zip(pairs, answers):
+        assert tokenizer.decode(ids) == answer, f"round trip failed for {answer[:80]!r}"
+    lengths = [len(ids) for ids in answers]
+    return {"prompt_mean": round(sum(prompts) / len(prompts), 1), "prompt_max": max(prompts),
+            "answer_mean": round(sum(lengths) / len(lengths), 1), "answer_max": max(lengths)}
+
+
 def length_report(tokenizer, split: str, difficulties: tuple[str, ...], count: int) -> dict[str, dict]:
-    """Prompt/answer token lengths per difficulty; asserts every answer decodes back exactly."""
-    report = {}
-    for difficulty in difficulties:
-        pairs = corpus(split, difficulty, count)
-        prompts = [len(ids) for ids in tokenizer([p for p, _ in pairs], add_special_tokens=False)["input_ids"]]
-        answers = tokenizer([a for _, a in pairs], add_special_tokens=False)["input_ids"]
-        for (_, answer), ids in zip(pairs, answers):
-            assert tokenizer.decode(ids) == answer, f"round trip failed for {answer[:80]!r}"
-        lengths = [len(ids) for ids in answers]
-        report[difficulty] = {"prompt_mean": round(sum(prompts) / len(prompts), 1), "prompt_max": max(prompts),
-                              "answer_mean": round(sum(lengths) / len(lengths), 1), "answer_max": max(lengths)}
-    return report
+    """`pair_lengths` per difficulty."""
+    return {difficulty: pair_lengths(tokenizer, corpus(split, difficulty, count)) for difficulty in difficulties}
 
 
 def main(args: Args) -> dict:
@@ -116,14 +130,7 @@ def main(args: Args) -> dict:
     for difficulty in args.difficulties:
         texts += [f"{prompt}\n{answer}" for prompt, answer in corpus("train", difficulty, args.rows_per_difficulty)]
     tokenizer = build_tokenizer(texts, args.vocab_size, args.min_frequency)
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tokenizer.save_pretrained(str(out))
-    # transformers 5 records its own class name, which 4.x cannot load; name the class both know
-    config_path = out / "tokenizer_config.json"
-    config = json.loads(config_path.read_text())
-    config["tokenizer_class"] = "PreTrainedTokenizerFast"
-    config_path.write_text(json.dumps(config, indent=2) + "\n")
+    out = save_tokenizer(tokenizer, args.out_dir)
     summary = {
         "vocab_size": len(tokenizer),
         "trained_on": {"split": "train", "transitions_per_difficulty": args.rows_per_difficulty,
