@@ -29,6 +29,9 @@ from rlvr_envs.metrics.image import FrameArray, as_unit_frames
 LPIPS_NETS = ("vgg", "alex")
 DEFAULT_LPIPS_NET = "vgg"
 PRETRAINED = "pretrained"
+# On CPU the trunk is compute-bound already at one frame per pass, so bigger passes only
+# cost memory (VGG activations of one 256x320 frame take ~100 MB): cap the pixels per pass.
+CPU_PIXELS_PER_PASS = 4 * 256 * 320
 
 
 class LPIPSWeightsUnavailable(RuntimeError):
@@ -125,7 +128,11 @@ class LPIPSModel:
 
     @torch.inference_mode()
     def __call__(self, pred: FrameArray, target: FrameArray, max_batch: int | None = None) -> torch.Tensor:
-        """LPIPS per frame. `max_batch` bounds the frames per trunk pass (memory); None = all."""
+        """LPIPS per frame.
+
+        `max_batch` bounds the frames per trunk pass. None means all frames in one pass on
+        GPU, and passes of at most `CPU_PIXELS_PER_PASS` pixels on CPU (bounds memory).
+        """
         import lpips
 
         pred_t = as_unit_frames(pred, device=self.device)
@@ -140,6 +147,8 @@ class LPIPSModel:
         if math.prod(leading) == 0:
             return torch.zeros(leading, device=self.device)
         frame_shape = pred_t.shape[-3:]
+        if max_batch is None and self.device.type == "cpu":
+            max_batch = max(1, CPU_PIXELS_PER_PASS // (frame_shape[0] * frame_shape[1]))
         features = []
         for frames in (pred_t, target_t):
             levels = self._features(frames.reshape(-1, *frame_shape), max_batch)
