@@ -30,13 +30,18 @@ for penetration correction), so a restored state would continue slightly differe
 the original. The generator therefore re-seats the recorded state into a fresh pymunk
 space before every step (`reseat_each_step=True`, default), exactly as a restore does:
 the next state and frame are then an exact function of (state, action), and a restore
-anywhere in a recorded episode reproduces the rest of it bit for bit (tested). The
-physics within one 0.1 s control step (10 substeps) is gym-pusht's, unchanged.
+anywhere in a recorded episode reproduces every later state and frame bit for bit
+(tested). Two details: gym-pusht draws the solver's contact points as small dots, so a
+frame rendered right after a restore (no contacts solved yet) can differ from the
+recorded frame by those few pixels; and the physics within one 0.1 s control step
+(10 substeps) is gym-pusht's, unchanged; only the solver caches carried from one control
+step to the next (warm-start impulses, pending penetration correction) are dropped.
 
 On-disk format (`FORMAT_NAME`, version `FORMAT_VERSION`)::
 
     OUT/config.json                   the PushTGenerationConfig, format name and version
-    OUT/episodes/episode_000000.npz   one uncompressed-content, zip-deflated npz per episode:
+    OUT/summary.json                  success rate and coverage, overall and per policy
+    OUT/episodes/episode_000000.npz   one np.savez_compressed file per episode:
         frames    uint8   [T+1, R, R, 3]  RGB, frame t shows physics[t]
         actions   float32 [T, 2]          absolute target (x, y) in pixels applied at t
         physics   float64 [T+1, 10]       PHYSICS_FIELDS
@@ -47,6 +52,7 @@ On-disk format (`FORMAT_NAME`, version `FORMAT_VERSION`)::
         policy    str     []              expert | random | replay
         noise     float64 []              expert target noise std (pixels); 0 otherwise
         seed      int64   []              the episode's reset seed
+        index     int64   []              the episode's index
 
 npz is lossless, so `load_episode(save_episode(e)) == e` bit for bit.
 """
@@ -177,7 +183,8 @@ def restore_physics_state(env, physics: Sequence[float]) -> None:
 
     A fresh space (gym-pusht's own `_setup`, which `reset` also uses) drops solver caches
     left by whatever the env simulated before, so the outcome depends on `physics` only.
-    The env must have been reset once (gymnasium's order enforcement).
+    The env must have been reset once (gymnasium's order enforcement). Relies on
+    gym-pusht internals (`_setup`, `agent`, `block`, `space`), pinned by the tests.
     """
     physics = np.asarray(physics, dtype=np.float64)
     if physics.shape != (len(PHYSICS_FIELDS),) or not np.isfinite(physics).all():
