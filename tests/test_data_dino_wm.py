@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rlvr_envs.data import dino_wm
+from rlvr_envs.data.frames import FrameWindowDataset, WindowSpec
 from rlvr_envs.data.dino_wm import DinoWMFormatError
 
 SIZE = 64
@@ -73,6 +74,9 @@ def test_pusht_round_trip(tmp_path):
         assert np.abs(episode.frames.astype(int) - _frames(i, length)).mean() < 4.0
         np.testing.assert_array_equal(episode.actions, abs_actions[i, :length].numpy())
         np.testing.assert_array_equal(episode.states, states[i, :length].numpy())
+    windows = FrameWindowDataset(data, WindowSpec.single_step(history=3))
+    assert [(w.episode, w.start) for w in windows] == [(0, 0), (0, 1), (1, 0)]
+    np.testing.assert_array_equal(windows[1].actions, abs_actions[0, 1:4].numpy())
     relative = dino_wm.DinoWMPushTDataset(tmp_path / "train")  # DINO-WM's default: rel_actions.pth
     np.testing.assert_allclose(relative[0].actions, (abs_actions - states[..., :2])[0, :5].numpy())
 

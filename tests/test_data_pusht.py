@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from rlvr_envs.data import pusht
+from rlvr_envs.data.frames import FrameWindowDataset, WindowSpec
 from rlvr_envs.data.pusht import PushTGenerationConfig
 
 RESOLUTION = 64
@@ -120,6 +121,10 @@ def test_save_and_load_are_bit_exact_and_dataset_reads_back(tmp_path, episodes):
         with np.load(data.paths[stored.index]) as raw:
             np.testing.assert_array_equal(raw["states"], fresh.states)
     assert json.loads((tmp_path / "summary.json").read_text())["all"]["episodes"] == 2
+    assert data.frame_action_counts() == [(len(e) + 1, len(e)) for e in episodes]
+    windows = FrameWindowDataset(data, WindowSpec.single_step(history=2))
+    assert len(windows) == sum(len(e) - 1 for e in episodes)
+    np.testing.assert_array_equal(windows[0].future[0], episodes[0].frames[2])
 
     again = pusht.generate_dataset(config, tmp_path, progress=False)  # resumable: nothing left to do
     assert again["generated_now"] == 0

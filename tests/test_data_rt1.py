@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from rlvr_envs.data import rt1
+from rlvr_envs.data.frames import FrameWindowDataset, WindowSpec
 from rlvr_envs.data.rt1 import ACTION_DIM, ACTION_NAMES, RT1FormatError, ShardFramingError
 
 HEIGHT, WIDTH = rt1.IMAGE_SHAPE[:2]
@@ -135,6 +136,10 @@ def test_convert_writes_npz_per_split_reads_back_exactly_and_resumes(shards, tmp
         np.testing.assert_array_equal(episode.action, expected)
         assert episode.action.dtype == np.float32
     assert train.episode_lengths() == [3, 3, 3, 3]
+    windows = FrameWindowDataset(train, WindowSpec.single_step(history=2))  # lengths from the npz headers
+    assert len(windows) == 4  # 3 frames per episode: one window of 2 history + 1 future each
+    np.testing.assert_array_equal(windows[1].future[0], episodes[2][0][2])  # train position 1 = episode 2
+    np.testing.assert_array_equal(windows[1].actions, episodes[2][2][0:2])
 
     again = rt1.convert_rlds_to_npz(src, out, progress=False)
     assert (again.written, again.reused, again.train, again.test) == (0, 5, 4, 1)

@@ -179,6 +179,9 @@ class DinoWMPushTDataset(_Skips):
     def episode_lengths(self) -> list[int]:
         return [int(n) for n in self.seq_lengths]
 
+    def frame_action_counts(self) -> list[tuple[int, int]]:
+        return [(n, n) for n in self.episode_lengths()]
+
     def __getitem__(self, index: int) -> DinoWMEpisode:
         length = int(self.seq_lengths[index])
         path = self.video_path(index)
@@ -213,6 +216,9 @@ class DinoWMDeformableDataset(_Skips):
 
     def episode_lengths(self) -> list[int]:
         return [int(self.states.shape[1])] * len(self)
+
+    def frame_action_counts(self) -> list[tuple[int, int]]:
+        return [(n, n) for n in self.episode_lengths()]
 
     def __getitem__(self, index: int) -> DinoWMEpisode:
         import torch

@@ -15,9 +15,9 @@ Single-step prediction (RLVR-World RT-1: 4 history frames, 1 future) is
 `WindowSpec.multi_step(context=1, future=T)`. Windows never cross episode ends and only
 exist where every frame and action they need exists.
 
-Sources: anything with `__len__`, `__getitem__(i)` returning an episode object and
-`episode_lengths()`; `frames_and_actions` knows the three episode types of this package
-(PushT generator, RT-1 npz, DINO-WM).
+Sources: anything with `__len__` and `__getitem__(i)` returning an episode object
+(optionally `frame_action_counts()`); `frames_and_actions` knows the episode types of
+this package (PushT generator, RT-1 npz, DINO-WM) and (frames, actions) tuples.
 """
 
 from __future__ import annotations
@@ -105,8 +105,9 @@ class FrameWindow:
 class FrameWindowDataset:
     """All windows of `spec` over the episodes of `source`, in (episode, start) order.
 
-    `lengths` gives (frames, actions) per episode; without it each episode is loaded once
-    at construction to count them. Recently used episodes are kept in a small cache
+    `lengths` gives (frames, actions) per episode; without it the source's
+    `frame_action_counts()` is used when it has one (the datasets of this package read
+    only small arrays for it), else each episode is loaded once to count them. Recently used episodes are kept in a small cache
     (`cache_episodes`), because consecutive windows share frames.
     """
 
@@ -115,6 +116,8 @@ class FrameWindowDataset:
         self.source, self.spec = source, spec.validate()
         self._cache: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()
         self._cache_size = max(1, cache_episodes)
+        if lengths is None and hasattr(source, "frame_action_counts"):
+            lengths = list(source.frame_action_counts())
         if lengths is None:
             lengths = []
             for episode in range(len(source)):

@@ -643,6 +643,15 @@ class PushTEpisodeDataset:
     def __iter__(self) -> Iterator[PushTEpisode]:
         return (load_episode(path) for path in self.paths)
 
+    def frame_action_counts(self) -> list[tuple[int, int]]:
+        """(frames, actions) = (T + 1, T) per episode, from the small `actions` arrays only."""
+        counts = []
+        for path in self.paths:
+            with np.load(path, allow_pickle=False) as data:
+                steps = int(data["actions"].shape[0])
+            counts.append((steps + 1, steps))
+        return counts
+
 
 def summarize(episodes: Sequence[PushTEpisode]) -> dict[str, Any]:
     """Success rate and coverage of a set of episodes, overall and per policy."""

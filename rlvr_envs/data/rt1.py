@@ -296,6 +296,10 @@ class RT1NpzDataset:
                 lengths.append(int(data["action"].shape[0]))
         return lengths
 
+    def frame_action_counts(self) -> list[tuple[int, int]]:
+        """(frames, actions) per episode for `FrameWindowDataset`: one action per frame."""
+        return [(n, n) for n in self.episode_lengths()]
+
 
 # --------------------------------------------------------------------------- conversion
 
