@@ -152,14 +152,11 @@ class LPIPSModel:
         features = []
         for frames in (pred_t, target_t):
             levels = self._features(frames.reshape(-1, *frame_shape), max_batch)
-            # back to the frames' own leading shape, broadcast (a view), then flat again
-            features.append([
-                f.reshape(*frames.shape[:-3], *f.shape[1:]).expand(*leading, *f.shape[1:]).reshape(-1, *f.shape[1:])
-                for f in levels
-            ])
+            features.append([f.reshape(*frames.shape[:-3], *f.shape[1:]) for f in levels])  # own leading shape
         total = 0
         for level, (pred_f, target_f) in enumerate(zip(*features)):
-            total = total + lpips.spatial_average(self.network.lins[level]((pred_f - target_f) ** 2), keepdim=True)
+            squared = ((pred_f - target_f) ** 2).reshape(-1, *pred_f.shape[len(pred_t.shape) - 3 :])  # broadcasts
+            total = total + lpips.spatial_average(self.network.lins[level](squared), keepdim=True)
         return total.reshape(leading)
 
 
