@@ -314,7 +314,7 @@ class ConversionReport:
     reused: int = 0
     train: int = 0
     test: int = 0
-    skipped: list[dict[str, str]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
 
     def table(self) -> str:
         rows = [("shards", self.shards), ("episodes seen", self.episodes), ("npz written now", self.written),
