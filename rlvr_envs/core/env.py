@@ -45,8 +45,9 @@ def response_from_action(task: Task, action: Any) -> np.ndarray:
         raise TypeError(f"a sequence-mode action must hold integer token ids, got dtype {tokens.dtype}")
     tokens = tokens[: task.max_response_len]
     is_eos = tokens == task.eos_token_id
-    if is_eos.any():
-        tokens = tokens[: int(is_eos.argmax())]
+    first = int(is_eos.argmax()) if tokens.size else 0
+    if tokens.size and is_eos[first]:
+        tokens = tokens[:first]
     return tokens.astype(np.int64, copy=False)
 
 
@@ -63,7 +64,7 @@ def observation(task: Task, index: int, response: Sequence[int]) -> dict[str, np
     tokens = np.full(width, task.pad_token_id, dtype=np.int64)
     if n:
         tokens[:n] = response[:n]
-        if tokens[:n].view(np.uint64).max() >= task.vocab_size:  # negatives wrap to huge values
+        if tokens.view(np.uint64).max() >= task.vocab_size:  # negatives wrap to huge values
             np.clip(tokens, 0, task.vocab_size - 1, out=tokens)
     return {"prompt": prompt.copy(), "prompt_len": prompt_len.copy(), "response": tokens,
             "response_len": np.array([n], dtype=np.int64)}
