@@ -180,11 +180,12 @@ def rlvr_dir(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rlvr_envs.tasks.web_state import RLVR_WORLD_PROMPT
+    from rlvr_envs.tasks.web_state import prompt_template
 
+    template = prompt_template(str(shared_data_or_skip("wma", "rlvr_world_model_prompt.json")))
     rows = []
     for row, expected in zip(real_records(), EXPECTED):
-        question = RLVR_WORLD_PROMPT.format(previous_action=row["previous_actions"][-1], **row)
+        question = template.format(previous_action=row["previous_actions"][-1], **row)
         rows.append({"task_id": row["task_id"], "step_idx": row["step_idx"],
                      "previous_actions": row["previous_actions"],
                      "next_state_acctree": row["next_state_acctree"], "question": question,
@@ -307,7 +308,7 @@ def test_webstate_gold_is_the_extraction_and_scores_one(wma_dir):
         gold = task.verify([index], [task.target_ids(index)])[0]
         assert gold.parsed and gold.reward == 1.0 == task.max_reward(index)
         prompt = task.prompt_text(transition)
-        assert prompt.startswith("You are an intelligent agent that predict next state")
+        assert prompt.startswith("You predict the next state of a web page")
         assert transition.state in prompt and f"CURRENT ACTION: {transition.action}\n" in prompt
         assert wma.fields_from_prompt(prompt)["observation"] == transition.state
 
@@ -399,12 +400,30 @@ def test_gym_make_gold_is_max_and_garbage_is_zero(env_id, wma_dir):
     token_env.close()
 
 
-def test_full_prompt_is_rlvr_worlds():
-    from rlvr_envs.tasks.web_state import COMPACT_PROMPT, RLVR_WORLD_PROMPT
+def test_prompt_templates_built_in_and_from_rlvr_worlds_file(tmp_path):
+    import gymnasium as gym
 
+    from rlvr_envs.tasks.web_state import COMPACT_PROMPT, FULL_PROMPT, TASK_BLOCK, prompt_template
+
+    assert FULL_PROMPT.count(TASK_BLOCK) == 1 and COMPACT_PROMPT.endswith(TASK_BLOCK)
     path = shared_data_or_skip("wma", "rlvr_world_model_prompt.json")
-    assert RLVR_WORLD_PROMPT == json.loads(path.read_text(encoding="utf-8"))["template"]
-    assert COMPACT_PROMPT.endswith(RLVR_WORLD_PROMPT[RLVR_WORLD_PROMPT.index("URL: {url}"):])
+    reference = json.loads(path.read_text(encoding="utf-8"))["template"]
+    assert prompt_template(str(path)) == reference
+    env = gym.make("RLVRWorld/MiniWeb-v0", size=8, prompt=str(path))
+    task = env.unwrapped.task
+    text = task.prompt_text(task.transition(0))
+    assert text.startswith(reference[:40]) and task.transition(0).action in text
+    # every filled-in prompt reads back through the WMA loader's field parser
+    for template in (reference, FULL_PROMPT, COMPACT_PROMPT):
+        meta = {"url": "http://x/y", "objective": "buy", "previous_action": "None",
+                "observation": "[1] RootWebArea 'Home'", "current_action": "click [1]"}
+        assert wma.fields_from_prompt(template.format(**meta)) == meta
+    bad = tmp_path / "bad.txt"
+    bad.write_text("no placeholders here")
+    with pytest.raises(ValueError, match="placeholder"):
+        gym.make("RLVRWorld/MiniWeb-v0", size=8, prompt=str(bad))
+    with pytest.raises(ValueError, match="template file"):
+        gym.make("RLVRWorld/MiniWeb-v0", size=8, prompt="fancy")
 
 
 def test_embedded_web_tokenizer_is_the_miniweb_default():

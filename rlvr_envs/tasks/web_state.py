@@ -8,14 +8,17 @@ reward is the F1 of exact-match item lines (`web_changes.score_changes`), as in
 RLVR-World, where RL raised it from 49.94 to 65.11 on WMA.
 
 Both ids share `WebChangeTask`; they differ only in where transitions come from (the WMA
-files, or the MiniWeb generator) and in the default prompt (the full RLVR-World prompt,
-or its compact form for small models).
+files, or the MiniWeb generator) and in the default prompt (full instructions, or a
+compact form for small models; `prompt="path/to/template.json"` loads RLVR-World's own).
 """
 
 from __future__ import annotations
 
+import functools
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from rlvr_envs.core.task import TextTask
@@ -25,115 +28,64 @@ from rlvr_envs.verifiers.acctree import extract_changes, parse_tree
 from rlvr_envs.verifiers.answer import AnswerError
 from rlvr_envs.verifiers.web_changes import SECTIONS, ChangeList, parse_changes, score_changes
 
-# RLVR-World's world-model prompt for WebArena, verbatim (tests compare it with
-# ../shared/data/wma/rlvr_world_model_prompt.json). Copyright (c) 2025 THUML @ Tsinghua
-# University, MIT License.
-RLVR_WORLD_PROMPT = """You are an intelligent agent that predict next state from given current action, with your own logical reasoning. You will be given web-based tasks.
-
-Here's the information you'll have:
-The user's objective: This is the task you're trying to complete.
-The current web page's accessibility tree: This is a simplified representation of the webpage, providing key information.
-The current web page's URL: This is the page you're currently navigating.
-The previous action: This is the action you just performed. It may be helpful to track your progress. 
-The current action: This is the current action that you will perform to achieve the user's objective in the current web page's accessibility tree. 
-
-The format of previous actions and current action can fall into several categories:
-
-Page Operation Actions:
-```click [id]```: This action clicks on an element with a specific id on the webpage.
-```type [id] [content]```: Use this to type the content into the field with id. By default, the "Enter" key is pressed after typing unless press_enter_after is set to 0, i.e., ```type [id] [content] [0]```.
-```hover [id]```: Hover over an element with id.
-```press [key_comb]```: Simulates the pressing of a key combination on the keyboard (e.g., Ctrl+v).
-```scroll [down]``` or ```scroll [up]```: Scroll the page up or down.
-
-Tab Management Actions:
-```new_tab```: Open a new, empty browser tab.
-```tab_focus [tab_index]```: Switch the browser's focus to a specific tab using its index.
-```close_tab```: Close the currently active tab.
-
-URL Navigation Actions:
-```goto [url]```: Navigate to a specific URL.
-```go_back```: Navigate to the previously viewed page.
-```go_forward```: Navigate to the next page (if a previous 'go_back' action was performed)
-
-Completion Action:
-```stop [answer]```: Issue this action when you believe the task is complete. If the objective is to find a text-based answer, provide the answer in the bracket
-
-To be successful, it is very important to understand the effect of current action on the next state of the webpage. You need to verify whether the current action is successful to make an intended effect on the webpage.
-
-Follow the following rules for reasoning on next state prediction.
-1. Please generate your answer with your logical REASONING.
-2. You must generate a prediction DIRECTLY for the next state based on given generated action. 
-3. Generate the state prediction in the correct format. Refer to the format instruction below for your reference.
-Format Description:
-
-The output is divided into three sections:
-New items:
-Deleted items:
-Updated items:
-
-Each section is separated by an empty line. If a section has no items, simply write 'None' after the section title.
-
-Each item entry must follow this structure:
-[ID] type 'content' [additional attributes]
-
-Details:
-- [ID]: A numeric identifier enclosed in square brackets (e.g., [71]). This uniquely identifies the item.
-- type: A string representing the item type, such as generic, link, menu, gridcell, menubar, img, button, StaticText, heading, textbox, main, tablist, tab, tabpanel, table, row, columnheader, contentinfo, RootWebArea, etc.
-- 'content': A string enclosed in single quotes that shows the item's content (for example, 'Sales', 'Dashboard'). This can be empty, shown as ''.
-- [additional attributes]: Optional key-value pairs that come after the content. They are formatted as `key: value` and separated by a space. Common attributes include:
-- required: False (or True)
-- orientation: vertical (or horizontal)
-- hasPopup: menu
-- expanded: True (or False)
-- selected: True (or False)
-- controls: <identifier>
-- focused: True, etc.
-
-Examples:
-
-1. Simple Item Example:
-[1022] gridcell '23' required: False
-- ID: 1022
-- Type: gridcell
-- Content: '23'
-- Attribute: required is False
-
-2. Item with Additional Attributes:
-[1122] tab 'The information in this tab has been changed. This tab contains invalid data. Please resolve this before saving. Loading... Bestsellers' expanded: True selected: True controls: grid_tab_ordered_products_content
-- ID: 1122
-- Type: tab
--  Content : A detailed description inside single quotes.
-- Attributes: expanded is True, selected is True, controls is grid_tab_ordered_products_content
-
-3. Overall Response Example:
-
-New items:
-[1273] StaticText 'Vortex Running Shoes'
-[1272] button 'Search'
-
-Deleted items:
-None
-
-Updated items:
-[1220] textbox '\\ue60c' focused: True required: False
-
-
-Now, let's start the task. Here's the task for you:
-URL: {url}
+#: the block every prompt ends with; its field labels are those of WMA/RLVR-World prompts,
+#: which `rlvr_envs.data.wma.fields_from_prompt` reads back from the dataset's own prompts
+TASK_BLOCK = """URL: {url}
  OBJECTIVE: {objective}
  PREVIOUS ACTION: {previous_action}
  CURRENT OBSERVATION: {observation}
  CURRENT ACTION: {current_action}
- 
- Please give the result directly in the format of the next state prediction."""
+ """
+
+#: our instructions (in our words) for large models: what is given, the action syntax and
+#: the answer format
+FULL_PROMPT = """You predict the next state of a web page. A web agent works toward the user's objective; you see the page's accessibility tree, its URL, the agent's previous action and the action it takes now, and you describe how the tree changes when that action is executed.
+
+Actions are written as: click [id], type [id] [text] (Enter is pressed afterwards unless a trailing [0] is given), hover [id], press [keys], scroll [down|up], new_tab, tab_focus [index], close_tab, goto [url], go_back, go_forward, stop [answer].
+
+Think about whether the action succeeds and what it changes, then answer with three sections, separated by an empty line:
+New items:
+Deleted items:
+Updated items:
+Under each title list one item per line in the tree's own form, [ID] role 'name' followed by its attributes as key: value (e.g. [1220] textbox 'Search' focused: True required: False); write None under a title with no items.
+
+""" + TASK_BLOCK + "\nPredict the next state in that format."
 
 #: the compact prompt for small models: one instruction line, then the same task block
 COMPACT_PROMPT = (
     "Predict how the web page's accessibility tree changes after the current action. Answer with the sections "
     "'New items:', 'Deleted items:' and 'Updated items:', separated by an empty line, each listing one item per "
-    "line as [ID] role 'name' key: value, or None.\n" + RLVR_WORLD_PROMPT[RLVR_WORLD_PROMPT.index("URL: {url}"):])
-PROMPTS = {"full": RLVR_WORLD_PROMPT, "compact": COMPACT_PROMPT}
+    "line as [ID] role 'name' key: value, or None.\n" + TASK_BLOCK)
+PROMPTS = {"full": FULL_PROMPT, "compact": COMPACT_PROMPT}
+PROMPT_FIELDS = ("url", "objective", "previous_action", "observation", "current_action")
+
+
+@functools.lru_cache(maxsize=16)
+def prompt_template(prompt: str) -> str:
+    """The template for `prompt=`: "full", "compact", or a file holding another template.
+
+    A file is either plain text or JSON with a "template" key (the layout of RLVR-World's
+    prompt files, e.g. `prompts/wma/rlvr_world_model_prompt.json` of their repository, to
+    reproduce their exact prompt); it must use the placeholders {url}, {objective},
+    {previous_action}, {observation} and {current_action}.
+    """
+    if prompt in PROMPTS:
+        return PROMPTS[prompt]
+    path = Path(prompt).expanduser()
+    if not path.is_file():
+        raise ValueError(f"prompt must be one of {sorted(PROMPTS)} or a template file, got {prompt!r}")
+    text = path.read_text(encoding="utf-8")
+    if path.suffix == ".json":
+        try:
+            text = json.loads(text)["template"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            raise ValueError(f"{path}: expected JSON with a 'template' string") from None
+    missing = [name for name in PROMPT_FIELDS if "{" + name + "}" not in text]
+    if missing:
+        raise ValueError(f"{path}: the template lacks the placeholder(s) {missing}")
+    return text
+
+
 TARGETS = ("extracted", "dataset")
 METRIC_KEYS = ("f1", "precision", "recall", "matches", "predicted", "gold",
                *(f"{s}_{m}" for s in SECTIONS for m in ("precision", "recall", "f1")))
@@ -163,9 +115,10 @@ def record_transition(record: wma.WmaRecord, target: str = "extracted") -> Trans
 
 
 def web_prompt(transition: Transition, style: str = "full") -> str:
-    """q(s, a): the RLVR-World prompt (`style="full"`) or its compact form, filled in."""
+    """q(s, a): the template named by `style` (see `prompt_template`), filled in."""
     meta = transition.meta
-    return PROMPTS[style].format(url=meta["url"], objective=meta["objective"],
+    template = PROMPTS.get(style) or prompt_template(style)
+    return template.format(url=meta["url"], objective=meta["objective"],
                                  previous_action=meta["previous_action"], observation=transition.state,
                                  current_action=transition.action)
 
@@ -190,8 +143,7 @@ class WebChangeTask(TextTask):
                  max_total_tokens: int | None, max_response_tokens: int | None):
         from rlvr_envs.tokenizers import load_tokenizer
 
-        if prompt not in PROMPTS:
-            raise ValueError(f"prompt must be one of {sorted(PROMPTS)}, got {prompt!r}")
+        prompt_template(prompt)  # fails early, naming the choices
         self.prompt_style = prompt
         transitions = [record_transition(r, target) for r in records]
         tokenizer = load_tokenizer(tokenizer)
@@ -233,7 +185,7 @@ class WebStateConfig:
     data_dir: str | None = None  #: data root; default $RLVR_WORLD_DATA or ~/.cache/rlvr_world
     split: str = "test"  #: "train", "test" (the 99/1 split, see rlvr_envs.data.wma) or "all"
     tokenizer: Any = "miniweb"  #: the world model's tokenizer (HF name/path/object); default the embedded web BPE
-    prompt: str = "full"  #: "full" (RLVR-World's prompt) or "compact"
+    prompt: str = "full"  #: "full", "compact" or a template file (e.g. RLVR-World's prompt JSON)
     target: str = "extracted"  #: gold from the trees ("extracted") or the files' change lists ("dataset")
     max_total_tokens: int | None = 5000  #: drop transitions whose prompt + gold answer is longer
     max_response_tokens: int | None = None  #: response budget (default: longest gold + 25%)
@@ -243,8 +195,7 @@ class WebStateConfig:
     def validate(self) -> None:
         if self.split not in ("train", "test", "all"):
             raise ValueError(f"split must be 'train', 'test' or 'all', got {self.split!r}")
-        if self.prompt not in PROMPTS:
-            raise ValueError(f"prompt must be one of {sorted(PROMPTS)}, got {self.prompt!r}")
+        prompt_template(self.prompt)
         if self.target not in TARGETS:
             raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
         if self.on_corrupt not in ("raise", "skip"):
@@ -306,7 +257,7 @@ class MiniWebTaskConfig:
     split: str = "test"  #: "train" or "test": disjoint generator streams of the same seed
     size: int = 256  #: number of transitions
     tokenizer: Any = "miniweb"  #: the world model's tokenizer (HF name/path/object); default the embedded web BPE
-    prompt: str = "compact"  #: "compact" (short, for small models) or "full" (RLVR-World's prompt)
+    prompt: str = "compact"  #: "compact" (short, for small models), "full" or a template file
     sites: tuple[str, ...] = mini_web.SITES  #: site kinds: shop, forum, admin
     list_items: int = 3  #: list entries visible at once
     list_extra: int = 3  #: up to this many more below the viewport
@@ -327,8 +278,7 @@ class MiniWebTaskConfig:
             raise ValueError(f"split must be 'train' or 'test', got {self.split!r}")
         if self.size < 1:
             raise ValueError(f"size must be positive, got {self.size}")
-        if self.prompt not in PROMPTS:
-            raise ValueError(f"prompt must be one of {sorted(PROMPTS)}, got {self.prompt!r}")
+        prompt_template(self.prompt)
         for name in ("max_total_tokens", "max_response_tokens"):
             value = getattr(self, name)
             if value is not None and value < 1:
