@@ -115,6 +115,8 @@ class TextTask(Task):
         max_prompt_tokens: drop transitions whose prompt is longer (None: keep all and use
             the longest prompt as the observation width).
         max_response_tokens: the response budget (None: longest gold answer plus 25%).
+        max_total_tokens: drop transitions whose prompt plus gold answer is longer (the
+            length filter of RLVR-World's web data).
     """
 
     def __init__(
@@ -123,6 +125,7 @@ class TextTask(Task):
         tokenizer: Any,
         max_prompt_tokens: int | None = None,
         max_response_tokens: int | None = None,
+        max_total_tokens: int | None = None,
     ):
         from rlvr_envs.tokenizers import load_tokenizer
 
@@ -137,13 +140,17 @@ class TextTask(Task):
         prompts = self.tokenizer([self.prompt_text(t) for t in transitions], add_special_tokens=False)["input_ids"]
         targets = self.tokenizer([self.target_text(t) for t in transitions], add_special_tokens=False)["input_ids"]
         keep = [
-            i for i, p in enumerate(prompts) if max_prompt_tokens is None or len(p) <= max_prompt_tokens
+            i for i, (p, t) in enumerate(zip(prompts, targets))
+            if (max_prompt_tokens is None or len(p) <= max_prompt_tokens)
+            and (max_total_tokens is None or len(p) + len(t) <= max_total_tokens)
         ]
+        #: transitions dropped by the length limits (counted, never silent)
         self.n_filtered = len(transitions) - len(keep)
         if not keep:
+            shortest = min((len(p), len(p) + len(t)) for p, t in zip(prompts, targets)) if prompts else "n/a"
             raise ValueError(
-                f"no transition has a prompt of at most max_prompt_tokens={max_prompt_tokens} tokens "
-                f"(shortest: {min(map(len, prompts)) if prompts else 'n/a'})"
+                f"no transition fits max_prompt_tokens={max_prompt_tokens}, max_total_tokens={max_total_tokens} "
+                f"(shortest prompt, prompt+answer: {shortest})"
             )
         self._transitions = [transitions[i] for i in keep]
         self._prompt_ids = [np.asarray(prompts[i], dtype=np.int64) for i in keep]

@@ -141,27 +141,12 @@ class WebChangeTask(TextTask):
 
     def __init__(self, records: Sequence[wma.WmaRecord], tokenizer: Any, prompt: str, target: str,
                  max_total_tokens: int | None, max_response_tokens: int | None):
-        from rlvr_envs.tokenizers import load_tokenizer
-
         prompt_template(prompt)  # fails early, naming the choices
         self.prompt_style = prompt
         transitions = [record_transition(r, target) for r in records]
-        tokenizer = load_tokenizer(tokenizer)
-        if max_total_tokens is not None and transitions:
-            prompts = tokenizer([self.prompt_text(t) for t in transitions], add_special_tokens=False)["input_ids"]
-            targets = tokenizer([self.target_text(t) for t in transitions], add_special_tokens=False)["input_ids"]
-            totals = [len(p) + len(t) for p, t in zip(prompts, targets)]
-            kept = [t for t, total in zip(transitions, totals) if total <= max_total_tokens]
-            if not kept:
-                raise ValueError(f"no transition fits max_total_tokens={max_total_tokens} "
-                                 f"(shortest prompt+answer: {min(totals)} tokens)")
-            self.n_too_long = len(transitions) - len(kept)
-            transitions = kept
-        else:
-            self.n_too_long = 0
         if not transitions:
             raise ValueError("no transitions to build the task from")
-        super().__init__(transitions, tokenizer, None, max_response_tokens)
+        super().__init__(transitions, tokenizer, None, max_response_tokens, max_total_tokens)
 
     def prompt_text(self, transition: Transition) -> str:
         return web_prompt(transition, self.prompt_style)
