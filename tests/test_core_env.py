@@ -66,7 +66,7 @@ def test_token_mode_rewards_only_at_the_end():
     env = NextStatePredictionEnv(EchoTask(), mode="token")
     obs, info = env.reset(options={"index": 2})
     assert info["index"] == 2 and obs["prompt_len"][0] == 3
-    _, r1, done1, _, _ = env.step(3)
+    _, r1, done1, _, _ = env.step(np.array([3]))  # size-1 arrays are accepted like scalars
     obs, r2, done2, trunc, info = env.step(EOS)
     assert (r1, done1) == (0.0, False) and done2 and not trunc
     assert r2 == 0.5 and info["metrics"] == {"hits": 1.0} and info["parsed"]

@@ -177,7 +177,7 @@ class NextStatePredictionEnv(gym.Env):
             reward, info = self._finish()
             return self._obs(), reward, True, False, info
 
-        token = int(np.asarray(action).reshape(()))
+        token = int(np.asarray(action).item())  # a scalar or a size-1 array (SB3 passes either)
         if token == self.task.eos_token_id:
             reward, info = self._finish()
             return self._obs(), reward, True, False, info
