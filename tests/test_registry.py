@@ -125,3 +125,11 @@ def test_cli_list_shows_every_id():
 def test_readme_env_table_is_the_generated_one():
     readme = (REPO / "README.md").read_text()
     assert markdown_table() in readme, "README's env table is stale: paste `rlvr-world list --markdown`"
+
+
+def test_readme_quickstart_runs_as_written(capsys):
+    readme = (REPO / "README.md").read_text()
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "README.md", "exec"), {})
+    printed = capsys.readouterr().out
+    assert printed.startswith("1.0 "), printed
