@@ -59,9 +59,9 @@ def observation(task: Task, index: int, response: Sequence[int]) -> dict[str, np
     the view only.
     """
     prompt, prompt_len = task.padded_prompt(index)
-    width = task.max_response_len
-    n = min(len(response), width)
-    tokens = np.full(width, task.pad_token_id, dtype=np.int64)
+    blank = task.blank_response()
+    n = min(len(response), len(blank))
+    tokens = blank.copy()  # copying a template is ~4x cheaper than np.full on this hot path
     if n:
         tokens[:n] = response[:n]
         if tokens.view(np.uint64).max() >= task.vocab_size:  # negatives wrap to huge values
