@@ -85,7 +85,10 @@ class BatchedNextStatePredictionVectorEnv(VectorEnv):
     def _batch_obs(self) -> dict[str, np.ndarray]:
         """The batched observation, built array by array (not env by env: this is hot)."""
         task = self.task
-        prompts = [task.padded_prompt(int(index)) for index in self._indices]
+        prompts = np.empty((self.num_envs, task.max_prompt_len), dtype=np.int64)
+        prompt_lens = np.empty((self.num_envs, 1), dtype=np.int64)
+        for row, index in enumerate(self._indices.tolist()):  # row assignment: cheaper than np.stack
+            prompts[row], prompt_lens[row] = task.padded_prompt(index)
         width = task.max_response_len
         responses = np.full((self.num_envs, width), task.pad_token_id, dtype=np.int64)
         lengths = np.zeros((self.num_envs, 1), dtype=np.int64)
@@ -94,8 +97,7 @@ class BatchedNextStatePredictionVectorEnv(VectorEnv):
             responses[row, :n] = response[:n]
         if responses.view(np.uint64).max() >= task.vocab_size:  # out-of-vocabulary ids: clip the view
             np.clip(responses, 0, task.vocab_size - 1, out=responses)
-        return {"prompt": np.stack([p for p, _ in prompts]), "prompt_len": np.stack([n for _, n in prompts]),
-                "response": responses, "response_len": lengths}
+        return {"prompt": prompts, "prompt_len": prompt_lens, "response": responses, "response_len": lengths}
 
     def _start(self, envs: np.ndarray, indices: np.ndarray) -> None:
         for i, index in zip(envs, indices):
