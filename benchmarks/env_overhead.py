@@ -3,7 +3,7 @@
 Measures, in one run on one machine:
   1. the sequence-mode reward path (`reset(options={"index": i})` + `step(response)`, through
      `gym.make` with its default wrappers) against calling `task.verify` directly on the same
-     responses; goal: at most 5% overhead;
+     responses (goal: at most 5% overhead), and the same path with a constant verifier;
   2. the natively batched vector env (`gym.make_vec`, one `verify` call per step) against a
      Python loop over the same number of single envs.
 
@@ -100,8 +100,18 @@ def main() -> None:
         via_env.append(env.step(action)[1])
     assert np.allclose(direct, via_env), "env and verifier disagree"
 
-    bare_verifier(), env_path()  # warm-up
-    t_verify, t_env = best_of_interleaved(args.repeats, bare_verifier, env_path)
+    fixed = task.verify([indices[0]], [responses[0]])
+
+    def env_alone():
+        """The env path with the verifier replaced by a constant: what the env itself costs."""
+        task.verify = lambda _indices, _responses: fixed
+        try:
+            env_path()
+        finally:
+            del task.verify
+
+    bare_verifier(), env_path(), env_alone()  # warm-up
+    t_verify, t_env, t_alone = best_of_interleaved(args.repeats, bare_verifier, env_path, env_alone)
 
     batch = args.batch
     n_batches = len(actions) // batch
@@ -130,6 +140,7 @@ def main() -> None:
         "verify_us_per_response": 1e6 * t_verify / len(responses),
         "env_us_per_response": 1e6 * t_env / len(responses),
         "env_overhead_pct": 100 * (t_env - t_verify) / t_verify,
+        "env_alone_us_per_response": 1e6 * t_alone / len(responses),
         "batched_vector_responses_per_s": n_batches * batch / t_batched,
         "looped_single_envs_responses_per_s": n_batches * batch / t_looped,
         "batched_speedup": t_looped / t_batched,
@@ -148,6 +159,7 @@ def main() -> None:
         f"| `task.verify` direct | {result['verify_us_per_response']:.1f} | bare verifier |",
         f"| `gym.make` env, reset+step | {result['env_us_per_response']:.1f} | "
         f"overhead {result['env_overhead_pct']:+.1f}% (goal <= 5%) |",
+        f"| the same env with a constant verifier | {result['env_alone_us_per_response']:.1f} | what the env itself costs |",
         f"| batched vector env (N={batch}) | {1e6 / result['batched_vector_responses_per_s']:.1f} | "
         f"{result['batched_speedup']:.2f}x the loop of single envs |",
         f"| loop of {batch} single envs | {1e6 / result['looped_single_envs_responses_per_s']:.1f} | |",
