@@ -215,3 +215,25 @@ def test_download_command_checks_what_it_fetched(tmp_path, monkeypatch):
     with pytest.raises(SystemExit, match="7 transitions, expected 2954"):
         main(argv)
     assert not (tmp_path / "data" / "bytesized32" / "test.zip").exists()
+
+
+def test_arbitrary_text_never_raises_and_stays_in_range(data_dir):
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from rlvr_envs.core.factory import build_task
+
+    task = build_task("rlvr_envs.tasks.text_game:ByteSized32Task", data_dir=data_dir, split="test_sample",
+                      reward="task")
+    gold = task.target_text(task.transition(1))
+    pieces = st.sampled_from(['{"modified": [', "]", "}", '"removed": [2]', ", ", '"score": {}', "```json\n",
+                              "Final answer:", "</think>", gold[:40], gold[40:], "'", "\\", "True", "null"])
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.one_of(st.text(max_size=200), st.lists(pieces, max_size=12).map("".join)))
+    def check(text):
+        result = score(task, 1, text)
+        assert 0.0 <= result.reward <= task.max_reward(1)
+        assert result.parsed or (result.reward == 0.0 and result.error)
+
+    check()
