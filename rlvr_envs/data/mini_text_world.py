@@ -323,6 +323,16 @@ class Action:
         return self.verb in ("look", "inventory", "examine")
 
 
+
+#: verbs that flip one boolean property: verb -> (capability, property, new value,
+#: "can't be ..." text, "already ..." text, "now ..." text)
+TOGGLES = {
+    "open": ("isOpenable", "isOpen", True, "opened", "open", "open"),
+    "close": ("isOpenable", "isOpen", False, "closed", "closed", "closed"),
+    "turn on": ("isActivatable", "isOn", True, "turned on or off", "on", "turned on"),
+    "turn off": ("isActivatable", "isOn", False, "turned on or off", "off", "turned off"),
+}
+
 def act(world: World, action: Action) -> str:
     """Apply the action's effect; return its message (a refusal leaves the state as it was)."""
     verb, things = action.verb, action.things
@@ -355,24 +365,15 @@ def act(world: World, action: Action) -> str:
             return f"You can't put the {thing.name} inside itself."
         world.move(thing, target)
         return f"The {thing.name} is placed {target.properties['containerPrefix']} the {target.name}."
-    if verb in ("open", "close"):
+    if verb in TOGGLES:
         (thing,) = things
-        if not thing.is_("isOpenable"):
-            return f"The {thing.name} can't be {'opened' if verb == 'open' else 'closed'}."
-        want_open = verb == "open"
-        if thing.is_("isOpen") == want_open:
-            return f"The {thing.name} is already {'open' if want_open else 'closed'}."
-        thing.properties["isOpen"] = want_open
-        return f"The {thing.name} is now {'open' if want_open else 'closed'}."
-    if verb in ("turn on", "turn off"):
-        (thing,) = things
-        if not thing.is_("isActivatable"):
-            return f"The {thing.name} can't be turned on or off."
-        want_on = verb == "turn on"
-        if thing.is_("isOn") == want_on:
-            return f"The {thing.name} is already {'on' if want_on else 'off'}."
-        thing.properties["isOn"] = want_on
-        return f"The {thing.name} is now turned {'on' if want_on else 'off'}."
+        capability, state, value, cannot, word, now = TOGGLES[verb]
+        if not thing.is_(capability):
+            return f"The {thing.name} can't be {cannot}."
+        if thing.is_(state) == value:
+            return f"The {thing.name} is already {word}."
+        thing.properties[state] = value
+        return f"The {thing.name} is now {now}."
     if verb == "light":
         pit, match = things
         if not world.in_inventory(match):
