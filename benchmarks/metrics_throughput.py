@@ -2,7 +2,7 @@
 
 Why: verification sits inside the RL loop (16 samples per GRPO group, every step), so the
 reward must be computed for many frames at once. This measures, in one run and on the
-same frames, frames per second of `rlvr_envs.metrics.frame_reward` called
+same frames, frames per second of `rlvr_envs.video.metrics.frame_reward` called
 
 - per frame: one call per (prediction, target) pair, as a naive per-env verifier would;
 - batched: one call for all N pairs (distinct targets);
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rlvr_envs.metrics import LPIPSWeightsUnavailable, frame_reward, load_lpips
+from rlvr_envs.video.metrics import LPIPSWeightsUnavailable, frame_reward, load_lpips
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_SIZES = {"64x64": 16, "96x96": 16, "256x320": 8}  # resolution -> frames per call (N)

@@ -101,9 +101,9 @@ def real_pairs() -> list[tuple[str, str]]:
 
 
 def text_case(name: str, pairs: list[tuple[str, str]], n: int, repeats: int, seed: int) -> dict:
-    from rlvr_envs.verifiers.acctree import extract_changes
-    from rlvr_envs.verifiers.answer import AnswerError
-    from rlvr_envs.verifiers.web_changes import ChangeList, canonical_line, parse_changes, score_changes
+    from rlvr_envs.web.acctree import extract_changes
+    from rlvr_envs.core.answer import AnswerError
+    from rlvr_envs.web.changes import ChangeList, canonical_line, parse_changes, score_changes
 
     golds_cl = [ChangeList.from_changes(extract_changes(a, b)) for a, b in pairs]
     golds = [g.text() for g in golds_cl]
@@ -153,7 +153,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS / "web_verifier_throughput"))
     args = parser.parse_args()
 
-    from rlvr_envs.data.mini_web import MiniWebConfig, generate
+    from rlvr_envs.web.mini_web import MiniWebConfig, generate
 
     rows = [generate(MiniWebConfig(), 1, i) for i in range(args.transitions)]
     cases = [text_case("MiniWeb (text verifier)", [(r["observation"], r["next_state_acctree"]) for r in rows],
@@ -166,13 +166,13 @@ def main() -> None:
     try:
         from rlvr_envs.core.factory import build_task
 
-        task = build_task("rlvr_envs.tasks.web_state:MiniWebTask", size=args.transitions)
+        task = build_task("rlvr_envs.web.task:MiniWebTask", size=args.transitions)
     except (FileNotFoundError, OSError) as exc:
         token["skipped"] = f"{type(exc).__name__}: {exc}"
     else:
-        from rlvr_envs.verifiers.web_changes import canonical_line
+        from rlvr_envs.web.changes import canonical_line
 
-        golds = [task.target_text(task.transition(i)) for i in range(len(task))]
+        golds = [task.target_text(i) for i in range(len(task))]
         indices, texts = make_texts(golds, args.responses, args.seed)
         ids = [task.tokenizer(t, add_special_tokens=False)["input_ids"][: task.max_response_len] for t in texts]
         def run():

@@ -1,9 +1,15 @@
-"""rlvr-world: world-model training as gymnasium environments with verified rewards."""
+"""rlvr-world: world-model training as gymnasium environments with verified rewards.
 
-from rlvr_envs._gym_hook import install as _install_gym_hook
+Importing the package registers every `RLVRWorld/...` id with gymnasium (gymnasium 1.x's
+convention), so `import rlvr_envs` or `gym.register_envs(rlvr_envs)` before `gym.make`,
+or name the module in the id: `gym.make("rlvr_envs:RLVRWorld/MiniTextWorld-v0")`.
+
+Layout: `core/` (domain-free env, episode machine, task protocol, vector env, checker),
+then one folder per domain: `text_game/`, `web/`, `video/`.
+"""
+
+from rlvr_envs.registration import register_envs
 
 __version__ = "0.1.0"
 
-# Registers the RLVRWorld ids now if gymnasium is loaded, else the moment it is imported
-# (cheap: importing rlvr_envs must not import gymnasium, since the .pth runs this at startup).
-_install_gym_hook()
+register_envs()

@@ -8,10 +8,10 @@ import sys
 
 #: `rlvr-world data NAME ...` -> (module exposing add_data_arguments / run_data_command, help)
 DATA_COMMANDS = {
-    "bytesized32": ("rlvr_envs.data.bytesized32", "download ByteSized32-State-Prediction and its rules"),
-    "wma": ("rlvr_envs.data.wma", "download the WMA web world-model records"),
-    "pusht": ("rlvr_envs.data.pusht", "generate PushT trajectories with the gym-pusht simulator"),
-    "rt1": ("rlvr_envs.data.rt1", "convert RT-1 RLDS shards to per-episode npz"),
+    "bytesized32": ("rlvr_envs.text_game.bytesized32", "download ByteSized32-State-Prediction and its rules"),
+    "wma": ("rlvr_envs.web.wma", "download the WMA web world-model records"),
+    "pusht": ("rlvr_envs.video.pusht", "generate PushT trajectories with the gym-pusht simulator"),
+    "rt1": ("rlvr_envs.video.rt1", "convert RT-1 RLDS shards to per-episode npz"),
 }
 
 

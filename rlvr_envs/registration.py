@@ -1,16 +1,15 @@
 """Every environment id of the suite, in one table, registered with gymnasium.
 
-`gym.make("RLVRWorld/...")` works without importing this package first: the install adds
-a startup hook (`rlvr_world_gym.pth`, see `rlvr_envs/_gym_hook.py`) that registers these
-ids as soon as gymnasium is imported; the `gymnasium.envs` entry point does the same for
-gymnasium versions that load plugins.
+`import rlvr_envs` calls `register_envs()`; `gym.make("rlvr_envs:RLVRWorld/...")` imports
+the package for you (gymnasium 1.x's convention: no plugins, no import hooks).
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass, field
 from typing import Any
+
+from rlvr_envs.core.util import import_string
 
 NAMESPACE = "RLVRWorld"
 ENTRY_POINT = "rlvr_envs.core.factory:make_env"
@@ -19,18 +18,27 @@ VECTOR_ENTRY_POINT = "rlvr_envs.core.factory:make_vector_env"
 
 @dataclass(frozen=True)
 class EnvEntry:
-    """One registered id: which task class builds it, with which fixed arguments."""
+    """One registered id: which task class builds it, with which fixed arguments.
+
+    The task class is the one home of what the env is (`modality`, `describe_reward`);
+    the entry adds only the id, the fixed arguments and a one-line description.
+    """
 
     id: str
     task: str  # "module:Class" of a rlvr_envs.core.task.Task with a `Config` dataclass
-    modality: str
-    reward: str
     description: str
     kwargs: dict[str, Any] = field(default_factory=dict)
 
     def task_class(self):
-        module, _, name = self.task.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return import_string(self.task)
+
+    @property
+    def modality(self) -> str:
+        return self.task_class().modality
+
+    @property
+    def reward(self) -> str:
+        return self.task_class().describe_reward(**self.kwargs)
 
     def availability(self, **kwargs: Any) -> tuple[bool, str]:
         """(available here?, what to get if not), without building the task."""
@@ -38,23 +46,18 @@ class EnvEntry:
         return check(kwargs.get("data_dir")) if check else (True, "embedded")
 
 
+TEXT_GAME = "rlvr_envs.text_game.task"
 ENVS: tuple[EnvEntry, ...] = (
-    EnvEntry("RLVRWorld/TextGame-v0", "rlvr_envs.tasks.text_game:ByteSized32Task", "text",
-             "binary: rebuilt next state matches exactly", "ByteSized32 text-game state prediction",
-             {"reward": "binary"}),
-    EnvEntry("RLVRWorld/TextGame-TaskReward-v0", "rlvr_envs.tasks.text_game:ByteSized32Task", "text",
-             "0.1*acc_all + 1.0*acc_changed + 0.2*exact", "ByteSized32, task-specific reward",
-             {"reward": "task"}),
-    EnvEntry("RLVRWorld/MiniTextWorld-v0", "rlvr_envs.tasks.mini_text_world:MiniTextWorldTask", "text",
-             "binary: rebuilt next state matches exactly", "procedural ByteSized32-style text games (embedded)",
-             {"reward": "binary"}),
-    EnvEntry("RLVRWorld/MiniTextWorld-TaskReward-v0", "rlvr_envs.tasks.mini_text_world:MiniTextWorldTask", "text",
-             "0.1*acc_all + 1.0*acc_changed + 0.2*exact", "MiniTextWorld, task-specific reward",
-             {"reward": "task"}),
-    EnvEntry("RLVRWorld/WebState-v0", "rlvr_envs.tasks.web_state:WebStateTask", "web",
-             "F1 of exact-match changed item lines", "WMA/WebArena web-page state prediction"),
-    EnvEntry("RLVRWorld/MiniWeb-v0", "rlvr_envs.tasks.web_state:MiniWebTask", "web",
-             "F1 of exact-match changed item lines", "procedural WebArena-style pages (embedded)"),
+    EnvEntry("RLVRWorld/TextGame-v0", f"{TEXT_GAME}:ByteSized32Task",
+             "ByteSized32 text-game state prediction", {"reward": "binary"}),
+    EnvEntry("RLVRWorld/TextGame-TaskReward-v0", f"{TEXT_GAME}:ByteSized32Task",
+             "ByteSized32, task-specific reward", {"reward": "task"}),
+    EnvEntry("RLVRWorld/MiniTextWorld-v0", f"{TEXT_GAME}:MiniTextWorldTask",
+             "procedural ByteSized32-style text games (embedded)", {"reward": "binary"}),
+    EnvEntry("RLVRWorld/MiniTextWorld-TaskReward-v0", f"{TEXT_GAME}:MiniTextWorldTask",
+             "MiniTextWorld, task-specific reward", {"reward": "task"}),
+    EnvEntry("RLVRWorld/WebState-v0", "rlvr_envs.web.task:WebStateTask", "WMA/WebArena web-page state prediction"),
+    EnvEntry("RLVRWorld/MiniWeb-v0", "rlvr_envs.web.task:MiniWebTask", "procedural WebArena-style pages (embedded)"),
 )
 
 

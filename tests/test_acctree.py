@@ -1,4 +1,4 @@
-"""Accessibility-tree parsing, canonical lines and change extraction (rlvr_envs.verifiers.acctree).
+"""Accessibility-tree parsing, canonical lines and change extraction (rlvr_envs.web.acctree).
 
 The extraction is checked line by line on the two real WebArena (tree, next tree) pairs in
 ../shared/data/wma/text_only_acctree_format.json (the few-shot examples of WMA's prompt).
@@ -15,210 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rlvr_envs.verifiers.acctree import (
+from rlvr_envs.web.acctree import (
     UNMATCHED_COST, Item, TreeParseError, extract_changes, match_cost, match_items, matchable, parse_item,
     parse_tree, quote_name)
-from tests.conftest import shared_data_or_skip
-
-
-def real_pairs() -> list[tuple[str, str, str]]:
-    """(observation, action, next tree) of the two real examples.
-
-    The next trees sit in the examples' answers after `[Next State]:`, on the same line as a
-    `Tab 0 (current): <title>` header; that header is cut off here (in observations it has
-    its own line, which the parser skips)."""
-    path = shared_data_or_skip("wma", "text_only_acctree_format.json")
-    pairs = []
-    for prompt, answer in json.loads(path.read_text(encoding="utf-8"))["examples"]:
-        observation, action = prompt.split("CURRENT OBSERVATION:\n", 1)[1].split("\n CURRENT ACTION: ")
-        following = answer.split("[Next State]:", 1)[1]
-        following = re.sub(r"^\s*Tab \d+ \(current\): .*? (?=\[\d+\] RootWebArea)", "", following, count=1)
-        pairs.append((observation, action.strip(), following))
-    return pairs
-
-
-EXAMPLE0_NEW = [
-    "[191] link 'Where is this?'",
-    "[1448] heading 'Node: Carnegie Mellon Café (9234421950)'",
-    "[1454] heading 'Version #1'",
-    "[1491] StaticText '(no comment)'",
-    "[1492] StaticText 'Edited '",
-    "[1458] Abbr 'Mon, 08 Nov 2021 05:11:00 +0000'",
-    "[1493] StaticText 'over 2 years ago'",
-    "[1494] StaticText ' by anonymous'",
-    "[1495] StaticText 'Changeset #'",
-    "[1460] link '0'",
-    "[1497] StaticText 'Location: '",
-    "[1462] link '40.4424191, -79.9397388'",
-    "[1465] heading 'Tags'",
-    "[1466] table ''",
-    "[1468] row ''",
-    "[1469] rowheader 'amenity' required: False",
-    "[1470] link 'amenity'",
-    "[1471] cell 'restaurant'",
-    "[1472] link 'restaurant'",
-    "[1473] row ''",
-    "[1474] rowheader 'name' required: False",
-    "[1475] link 'name'",
-    "[1476] cell 'Carnegie Mellon Café'",
-    "[1478] link 'Download XML'",
-    "[1507] StaticText ' · '",
-    "[1479] link 'View History'",
-    "[272] generic 'Zoom In Zoom Out Show My Location Layers Share 20 m 50 ft © OpenStreetMap contributors ♥ Make a Donation. Website and API terms'",
-    "[1303] image ''",
-    "[425] link 'Zoom In'",
-    "[426] link 'Zoom Out'",
-    "[427] button 'Show My Location'",
-    "[291] link 'Layers'",
-    "[333] link ''",
-    "[344] link 'Share'",
-    "[422] link ''",
-    "[424] link ''",
-    "[1439] StaticText '20 m'",
-    "[1440] StaticText '50 ft'",
-    "[488] StaticText '© '",
-    "[459] link 'OpenStreetMap contributors'",
-    "[490] StaticText ' ♥ '",
-    "[460] link 'Make a Donation'",
-    "[492] StaticText '. '",
-    "[461] link 'Website and API terms'",
-]
-EXAMPLE0_DELETED = [
-    "[642] StaticText 'restaurants near CMU'",
-    "[682] heading 'Search Results'",
-    "[685] heading 'Results from OpenStreetMap Nominatim'",
-    "[686] link 'OpenStreetMap Nominatim'",
-    "[731] StaticText 'Restaurant '",
-    "[707] link 'Carnegie Mellon Café, 5125, Margaret Morrison Street, Squirrel Hill North, Pittsburgh, Allegheny County, 15213, United States'",
-    "[709] link 'Rooted, 5125, Margaret Morrison Street, Squirrel Hill North, Pittsburgh, Allegheny County, 15213, United States'",
-    "[711] link 'Tahini, Margaret Morrison Street, Squirrel Hill North, Pittsburgh, Allegheny County, 15213, United States'",
-    "[737] StaticText 'Restaurant '",
-    "[713] link 'Schatz Dining Room, 5032, Forbes Avenue, Squirrel Hill North, Pittsburgh, Allegheny County, 15213, United States'",
-    "[715] link 'Taste of India, 5125, Margaret Morrison Street, Squirrel Hill North, Pittsburgh, Allegheny County, 15213, United States'",
-    "[717] link 'Cucina, Margaret Morrison Street, Squirrel Hill North, Pittsburgh, Allegheny County, 15213, United States'",
-]
-EXAMPLE0_UPDATED = [
-    "[64] RootWebArea 'Node: \\u202aCarnegie Mellon Café\\u202c (\\u202a9234421950\\u202c) | OpenStreetMap' focused: True",
-    "[62] textbox 'Search' required: False",
-    "[1452] button 'Close'",
-]
-EXAMPLE1_NEW = [
-    '[4167] RootWebArea "Search results for: \'HP Inkjet Fax Machine\'" focused: True',
-    '[5912] heading "Search results for: \'HP Inkjet Fax Machine\'"',
-    "[4541] link 'View as \\ue60b List'",
-    "[4182] StaticText '12'",
-    "[4184] StaticText '11485'",
-    "[5949] link '\\ue614 Set Ascending Direction'",
-    "[5953] DescriptionList ''",
-    "[5954] term ''",
-    "[4191] StaticText 'Did you mean'",
-    "[5955] definition ''",
-    "[5956] link 'hp inspect fax machine'",
-    "[5958] definition ''",
-    "[5959] link 'hp inkjet fax machine'",
-    "[5965] link 'Image'",
-    "[5969] image 'Image'",
-    "[5974] link 'HP CB782A#ABA 640 Inkjet Fax Machine (Renewed)'",
-    "[4195] StaticText '$279.49'",
-    "[5990] button 'Add to Cart'",
-    "[5995] button 'Add to Wish List'",
-    "[5998] button 'Add to Compare'",
-    "[6005] link 'Image'",
-    "[6008] image 'Image'",
-    "[6013] link 'HP Officejet Pro L7780 Color All-in-One Printer/Fax/Scanner/Copier (C8192A#ABA)'",
-    "[6015] LayoutTable ''",
-    "[4205] StaticText 'Rating:'",
-    "[6019] generic '60%'",
-    "[6024] link '12 \\xa0Reviews'",
-    "[4208] StaticText '$60.98'",
-    "[6057] link 'Image'",
-    "[6061] image 'Image'",
-    "[6066] link 'HP CF484A LaserJet Pro MFP M225DN Multifunction Laser Printer, Copy/Fax/Print/Scan'",
-    "[6068] LayoutTable ''",
-    "[4218] StaticText 'Rating:'",
-    "[6072] generic '75%'",
-    "[6077] link '5 \\xa0Reviews'",
-    "[4221] StaticText '$300.00'",
-    "[6110] link 'Image'",
-    "[6114] image 'Image'",
-    "[6119] link 'BRTFAX2840 - Brother intelliFAX-2840 Laser Fax Machine'",
-    "[4228] StaticText '$199.99'",
-    "[6135] button 'Add to Cart'",
-    "[6140] button 'Add to Wish List'",
-    "[6143] button 'Add to Compare'",
-    "[6587] definition ''",
-    "[6590] link 'Beauty & Personal Care( 1070 item )'",
-    "[6596] link 'Sports & Outdoors( 198 item )'",
-    "[6602] link 'Clothing, Shoes & Jewelry( 6686 item )'",
-    "[6608] link 'Home & Kitchen( 1985 item )'",
-    "[6614] link 'Office Products( 239 item )'",
-    "[6620] link 'Tools & Home Improvement( 54 item )'",
-    "[6626] link 'Health & Household( 23 item )'",
-    "[6632] link 'Patio, Lawn & Garden( 17 item )'",
-    "[6638] link 'Electronics( 864 item )'",
-    "[6644] link 'Cell Phones & Accessories( 67 item )'",
-    "[6650] link 'Video Games( 44 item )'",
-    "[6656] link 'Grocery & Gourmet Food( 238 item )'",
-    "[6664] heading 'Compare Products'",
-    "[4466] StaticText 'You have no items to compare.'",
-    "[6687] heading 'My Wish List'",
-]
-EXAMPLE1_DELETED = [
-    "[1] RootWebArea 'Health & Household' focused: True",
-    "[174] link 'My Account'",
-    "[172] link 'My Wish List'",
-    "[176] link 'Sign In'",
-    "[179] StaticText 'Welcome to One Stop Market'",
-    "[180] link 'Create an Account'",
-    "[102] link 'Skip to Content'",
-    "[184] link '\ue611 My Cart'",
-    "[1792] StaticText 'Search'",
-    "[407] combobox '\ue615 Search' autocomplete: both hasPopup: listbox required: False expanded: False",
-    "[1795] link 'Advanced Search'",
-    "[410] button 'Search' disabled: True",
-    "[17] tablist '' multiselectable: False orientation: horizontal",
-    "[19] tabpanel ''",
-    "[188] menu '' orientation: vertical",
-    "[315] menuitem '\ue622 Beauty & Personal Care' hasPopup: menu",
-    "[318] menuitem '\ue622 Sports & Outdoors' hasPopup: menu",
-    "[321] menuitem '\ue622 Clothing, Shoes & Jewelry' hasPopup: menu",
-    "[324] menuitem '\ue622 Home & Kitchen' hasPopup: menu",
-    "[327] menuitem '\ue622 Office Products' hasPopup: menu",
-    "[330] menuitem '\ue622 Tools & Home Improvement' hasPopup: menu",
-    "[332] menuitem '\ue622 Health & Household' hasPopup: menu",
-    "[334] menuitem '\ue622 Patio, Lawn & Garden' hasPopup: menu",
-    "[337] menuitem '\ue622 Electronics' hasPopup: menu",
-    "[140] link 'Home '",
-    "[143] StaticText 'Health & Household'",
-    "[144] heading 'Health & Household Items 1-12 of 537'",
-    "[212] link 'View as \ue60b List'",
-    "[203] StaticText '537'",
-    "[222] link '\ue613 Set Descending Direction'",
-    "[253] DescriptionListDetail ''",
-    "[1986] link 'Household Supplies( 277 item )'",
-    "[1987] link 'Health Care( 86 item )'",
-    "[1988] link 'Diet & Sports Nutrition( 108 item )'",
-]
-EXAMPLE1_UPDATED = [
-    "[5909] main ''",
-    "[4340] StaticText 'View as'",
-    "[5933] strong 'Grid'",
-    "[4179] StaticText 'Items '",
-    "[4181] StaticText '-'",
-    "[4183] StaticText ' of '",
-    "[4188] StaticText 'Sort By'",
-    "[4494] combobox 'Sort By' hasPopup: menu expanded: False",
-    "[4339] StaticText 'Shop By'",
-    "[6583] heading 'Shopping Options'",
-    "[6585] DescriptionList ''",
-    "[6586] heading 'Category'",
-]
-
-
-EXPECTED = [
-    {"new": EXAMPLE0_NEW, "deleted": EXAMPLE0_DELETED, "updated": EXAMPLE0_UPDATED},
-    {"new": EXAMPLE1_NEW, "deleted": EXAMPLE1_DELETED, "updated": EXAMPLE1_UPDATED},
-]
+from tests.samples import EXPECTED, real_pairs, shared_data_or_skip
 
 
 # -- the real pairs ---------------------------------------------------------------------------
@@ -434,7 +234,7 @@ def test_matching_is_optimal(before, after):
 
 
 def test_miniweb_transitions_account_for_every_item():
-    from rlvr_envs.data.mini_web import MiniWebConfig, generate
+    from rlvr_envs.web.mini_web import MiniWebConfig, generate
 
     for index in range(60):
         row = generate(MiniWebConfig(), 5, index)

@@ -162,7 +162,7 @@ def test_group_helpers_score_g_responses_on_one_transition():
     import gymnasium as gym
 
     from rlvr_envs.core.groups import group_advantages, make_group, score_group
-    from tests.conftest import registry_test_kwargs
+    from tests.samples import registry_test_kwargs
 
     env_id = "RLVRWorld/TextGame-v0"
     group = make_group(env_id, 3, **registry_test_kwargs(env_id))

@@ -8,9 +8,9 @@ import pickle
 import numpy as np
 import pytest
 
-from rlvr_envs.data import dino_wm
-from rlvr_envs.data.frames import FrameWindowDataset, WindowSpec
-from rlvr_envs.data.dino_wm import DinoWMFormatError
+from rlvr_envs.video import dino_wm
+from rlvr_envs.video.frames import FrameWindowDataset, WindowSpec
+from rlvr_envs.video.dino_wm import DinoWMFormatError
 
 SIZE = 64
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlvr_envs.data.frames import FrameWindowDataset, WindowSpec, frames_and_actions
-from rlvr_envs.models.action_bins import ActionBins
-from tests.conftest import shared_data_or_skip
+from rlvr_envs.video.frames import FrameWindowDataset, WindowSpec, frames_and_actions
+from rlvr_envs.video.action_bins import ActionBins
+from tests.samples import shared_data_or_skip
 
 
 class Episodes:
@@ -67,7 +67,7 @@ def test_stride_short_episodes_and_sampling():
 
 
 def test_windows_over_generated_pusht_episodes():
-    from rlvr_envs.data import pusht
+    from rlvr_envs.video import pusht
 
     config = pusht.PushTGenerationConfig(episodes=1, resolution=32, seed=0, max_steps=6,
                                          policy_weights={"random": 1.0})
@@ -105,7 +105,7 @@ def test_action_bins_round_trip_within_half_a_bin():
 
 
 def test_action_bins_from_the_published_rt1_ranges():
-    from rlvr_envs.data.rt1 import ACTION_NAMES
+    from rlvr_envs.video.rt1 import ACTION_NAMES
 
     path = shared_data_or_skip("rt1", "frac_action_ranges.json")
     bins = ActionBins.from_ranges_file(path)

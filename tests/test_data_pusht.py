@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from rlvr_envs.data import pusht
-from rlvr_envs.data.frames import FrameWindowDataset, WindowSpec
-from rlvr_envs.data.pusht import PushTGenerationConfig
+from rlvr_envs.video import pusht
+from rlvr_envs.video.frames import FrameWindowDataset, WindowSpec
+from rlvr_envs.video.pusht import PushTGenerationConfig
 
 RESOLUTION = 64
 STEPS = 10

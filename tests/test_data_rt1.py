@@ -9,9 +9,9 @@ import json
 import numpy as np
 import pytest
 
-from rlvr_envs.data import rt1
-from rlvr_envs.data.frames import FrameWindowDataset, WindowSpec
-from rlvr_envs.data.rt1 import ACTION_DIM, ACTION_NAMES, RT1FormatError, ShardFramingError
+from rlvr_envs.video import rt1
+from rlvr_envs.video.frames import FrameWindowDataset, WindowSpec
+from rlvr_envs.video.rt1 import ACTION_DIM, ACTION_NAMES, RT1FormatError, ShardFramingError
 
 HEIGHT, WIDTH = rt1.IMAGE_SHAPE[:2]
 # Written deliberately in non-alphabetical order: the reader must sort, not trust file order.

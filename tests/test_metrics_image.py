@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from rlvr_envs.metrics import as_unit_frames, gaussian_window, mae, mse, psnr, ssim
+from rlvr_envs.video.metrics import as_unit_frames, gaussian_window, mae, mse, psnr, ssim
 
 
 def _skimage_ssim(a: np.ndarray, b: np.ndarray) -> float:
@@ -25,7 +25,7 @@ def _skimage_psnr(a: np.ndarray, b: np.ndarray) -> float:
 @pytest.fixture(scope="module")
 def pusht_frames() -> np.ndarray:
     """Six consecutive real PushT frames (96x96) rendered by gym-pusht."""
-    from rlvr_envs.data import pusht
+    from rlvr_envs.video import pusht
 
     env = pusht.make_env(96, 10)
     env.reset(seed=3)

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from rlvr_envs import metrics
-from rlvr_envs.metrics import LPIPSWeightsUnavailable, load_lpips
+from rlvr_envs.video import metrics
+from rlvr_envs.video.metrics import LPIPSWeightsUnavailable, load_lpips
 
 SEED = 0
 
@@ -30,7 +30,7 @@ def _frames(rng, shape):
 
 @pytest.fixture(scope="module")
 def pusht_pair():
-    from rlvr_envs.data import pusht
+    from rlvr_envs.video import pusht
 
     env = pusht.make_env(64, 10)
     env.reset(seed=7)

@@ -8,9 +8,9 @@ import statistics
 
 import pytest
 
-from rlvr_envs.data import mini_text_world as sim
-from rlvr_envs.data.mini_text_world import Action, World, container, device, item, thermal, water_container
-from tests.conftest import shared_data_or_skip
+from rlvr_envs.text_game import mini_text_world as sim
+from rlvr_envs.text_game.mini_text_world import Action, World, container, device, item, thermal, water_container
+from tests.samples import shared_data_or_skip
 
 EASY = sim.DIFFICULTIES["easy"]
 
@@ -97,7 +97,7 @@ def test_rows_have_the_bytesized32_schema(easy_rows):
 
 
 def test_rows_pass_the_bytesized32_loader_checks(easy_rows):
-    from rlvr_envs.data.bytesized32 import _check_row
+    from rlvr_envs.text_game.bytesized32 import _check_row
 
     for row in easy_rows[:32]:
         _check_row(row, "generated")
@@ -307,7 +307,7 @@ def test_changed_fraction_and_events_are_like_bytesized32(easy_rows):
 def tasks():
     from rlvr_envs.core.factory import build_task
 
-    return {reward: build_task("rlvr_envs.tasks.mini_text_world:MiniTextWorldTask", reward=reward)
+    return {reward: build_task("rlvr_envs.text_game.task:MiniTextWorldTask", reward=reward)
             for reward in ("binary", "task")}
 
 
@@ -324,8 +324,8 @@ def test_harder_difficulties_build_and_gold_is_max():
     from rlvr_envs.core.factory import build_task
 
     for difficulty in ("medium", "hard"):
-        task = build_task("rlvr_envs.tasks.mini_text_world:MiniTextWorldTask", difficulty=difficulty,
-                          n_transitions=48, reward="task")
+        task = build_task("rlvr_envs.text_game.task:MiniTextWorldTask", difficulty=difficulty,
+                          size=48, reward="task")
         rewards = [r.reward for r in task.verify(range(len(task)), [task.target_ids(i) for i in range(len(task))])]
         assert rewards == pytest.approx([task.max_reward(i) for i in range(len(task))])
 
@@ -341,7 +341,7 @@ def test_easy_prompts_are_short_with_the_embedded_tokenizer(tasks):
 
 
 def test_embedded_tokenizer_round_trips_gold_answers_exactly(tasks):
-    from rlvr_envs.tokenizers import load_tokenizer
+    from rlvr_envs.core.tokenizers import load_tokenizer
 
     tokenizer = load_tokenizer(None)
     assert len(tokenizer) == 1024
@@ -349,19 +349,20 @@ def test_embedded_tokenizer_round_trips_gold_answers_exactly(tasks):
     assert tokenizer.eos_token_id != tokenizer.pad_token_id
     task = tasks["binary"]
     for i in range(len(task)):
-        gold = task.target_text(task.transition(i))
+        gold = task.target_text(i)
         assert tokenizer.decode(task.target_ids(i)) == gold
     odd = '{"modified": [{"name": "crème brûlée (ID: 7)", "note": "日本\\t"}]}\n\t  x'
     assert tokenizer.decode(tokenizer(odd, add_special_tokens=False)["input_ids"]) == odd
 
 
 def test_splits_use_disjoint_seeds_and_rarely_share_transitions():
-    from rlvr_envs.tasks.mini_text_world import SPLIT_SEEDS, MiniTextWorldTaskConfig
+    from rlvr_envs.core.util import split_stream
+    from rlvr_envs.text_game.task import MiniTextWorldTaskConfig
 
-    assert SPLIT_SEEDS["train"] != SPLIT_SEEDS["test"]
+    assert split_stream(0, "train") != split_stream(0, "test")
     key = lambda row: json.dumps([row["current_state"]["objects"], row["tick_state"]["lastAction"]])  # noqa: E731
-    train = {key(r) for r in sim.generate_rows(EASY, SPLIT_SEEDS["train"], 1024)}
-    test = [key(r) for r in sim.generate_rows(EASY, SPLIT_SEEDS["test"], 256)]
+    train = {key(r) for r in sim.generate_rows(EASY, split_stream(0, "train"), 1024)}
+    test = [key(r) for r in sim.generate_rows(EASY, split_stream(0, "test"), 256)]
     assert sum(k in train for k in test) <= 0.03 * len(test)
     with pytest.raises(ValueError, match="split"):
         MiniTextWorldTaskConfig(split="validation").validate()
@@ -374,7 +375,7 @@ def test_gym_make_builds_the_env_with_task_arguments():
 
     import rlvr_envs  # noqa: F401  (registers the ids)
 
-    env = gym.make("RLVRWorld/MiniTextWorld-v0", n_transitions=16, games=["freeze-tray"])
+    env = gym.make("RLVRWorld/MiniTextWorld-v0", size=16, games=["freeze-tray"])
     obs, info = env.reset(seed=0)
     task = env.unwrapped.task
     assert len(task) == 16 and {task.transition(i).meta["game"] for i in range(16)} == {"freeze-tray"}

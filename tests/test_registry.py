@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from rlvr_envs.registration import ENVS, markdown_table
-from tests.conftest import REPO, registry_test_kwargs
+from tests.samples import REPO, real_wma_dir, registry_test_kwargs, shared_data_or_skip
 
 IDS = [e.id for e in ENVS]
 
@@ -83,20 +84,29 @@ def test_vector_entry_point_is_the_batched_env(env_id):
     assert (info["index"] == 0).all() and obs["prompt"].shape[0] == 3
 
 
-def test_gym_make_needs_no_import_of_the_package():
-    code = ("import sys, gymnasium as gym\n"
-            "ids = [k for k in gym.registry if k.startswith('RLVRWorld/')]\n"
-            f"assert set(ids) >= {set(IDS)!r}, ids\n"
-            "print('ok')")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
-    assert out.returncode == 0 and "ok" in out.stdout, out.stderr
+def _fresh_python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
 
 
-def test_importing_the_package_does_not_import_gymnasium():
-    # the startup hook runs in every interpreter of the venv, so it must stay cheap
-    code = "import sys, rlvr_envs; print('gymnasium' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
+def test_module_prefixed_id_works_in_a_fresh_process_with_no_import():
+    out = _fresh_python("import gymnasium as gym\n"
+                        "env = gym.make('rlvr_envs:RLVRWorld/MiniTextWorld-v0')\n"
+                        "print(type(env.unwrapped).__name__)")
+    assert out.returncode == 0 and out.stdout.strip() == "NextStatePredictionEnv", out.stderr
+
+
+def test_importing_the_package_registers_every_id():
+    out = _fresh_python("import json, gymnasium as gym, rlvr_envs\n"
+                        "gym.register_envs(rlvr_envs)\n"
+                        "print(json.dumps(sorted(k for k in gym.registry if k.startswith('RLVRWorld/'))))")
+    assert out.returncode == 0 and json.loads(out.stdout) == sorted(IDS), out.stderr
+
+
+def test_no_startup_hook_is_installed():
+    # gymnasium 1.x convention: registration happens on import, nothing runs at interpreter start
+    out = _fresh_python("import sys, gymnasium; print(any(k.startswith('rlvr_envs') for k in sys.modules))")
     assert out.stdout.strip() == "False", out.stderr
+    assert not (REPO / "setup.py").exists() and not list(REPO.glob("*.pth"))
 
 
 def test_unknown_kwarg_names_the_allowed_ones():
@@ -133,3 +143,21 @@ def test_readme_quickstart_runs_as_written(capsys):
     exec(compile(code, "README.md", "exec"), {})
     printed = capsys.readouterr().out
     assert printed.startswith("1.0 "), printed
+
+
+# -- the real-data layer: the same contract on the real samples in ../shared/data -------------------
+
+@pytest.mark.parametrize("env_id", ["RLVRWorld/TextGame-v0", "RLVRWorld/TextGame-TaskReward-v0"])
+def test_llm_env_checker_on_real_bytesized32_rows(env_id):
+    from rlvr_envs.core.checker import check_llm_env
+
+    data_dir = str(shared_data_or_skip("bytesized32", "test_sample.jsonl").parents[1])
+    env = gym.make(env_id, data_dir=data_dir, split="test_sample")
+    check_llm_env(env, indices=list(range(len(env.unwrapped.task))), skip_gym_check=True)
+
+
+def test_llm_env_checker_on_real_webarena_pairs():
+    from rlvr_envs.core.checker import check_llm_env
+
+    env = gym.make("RLVRWorld/WebState-v0", data_dir=real_wma_dir(), split="all")
+    check_llm_env(env, indices=[0, 1], skip_gym_check=True)

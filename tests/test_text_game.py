@@ -9,10 +9,10 @@ import zipfile
 import gymnasium as gym
 import pytest
 
-from rlvr_envs.data import bytesized32
-from rlvr_envs.verifiers import text_state
-from rlvr_envs.verifiers.answer import AnswerError, extract_answer, parse_json_object
-from tests.conftest import shared_data_or_skip
+from rlvr_envs.text_game import bytesized32
+from rlvr_envs.text_game import state as text_state
+from rlvr_envs.core.answer import AnswerError, extract_answer, parse_json_object
+from tests.samples import shared_data_or_skip
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def data_dir():
 def task(request, data_dir):
     from rlvr_envs.core.factory import build_task
 
-    return build_task("rlvr_envs.tasks.text_game:ByteSized32Task", data_dir=data_dir, split="test_sample",
+    return build_task("rlvr_envs.text_game.task:ByteSized32Task", data_dir=data_dir, split="test_sample",
                       reward=request.param)
 
 
@@ -49,9 +49,9 @@ def test_every_gold_answer_scores_the_maximum(task):
 
 def test_created_object_is_rebuilt_and_scores_one(task):
     i = index_of(task, "volume-stone/437")  # turning on the sink creates water (ID: 5)
-    diff = task.transition(i).meta["diff"]
+    diff = task.transition(i).target
     assert 5 in [obj["uuid"] for obj in diff["modified"]]
-    result = score(task, i, task.target_text(task.transition(i)))
+    result = score(task, i, task.target_text(i))
     assert result.metrics["exact"] == 1.0
     assert any(obj["uuid"] == 5 for obj in result.prediction["objects"])
     # forgetting the created object is wrong (the reference code could not tell)
@@ -86,7 +86,7 @@ def test_copying_the_current_state_gets_partial_credit_only(task):
 
 def test_unexpected_property_costs_one_field_not_everything(task):
     i = index_of(task, "bird-life-cycle/31")
-    diff = json.loads(task.target_text(task.transition(i)))
+    diff = json.loads(task.target_text(i))
     diff["modified"][0]["properties"]["color"] = "blue"
     result = score(task, i, json.dumps(diff))
     assert result.metrics["exact"] == 0.0 and result.metrics["acc_changed"] == 1.0
@@ -95,7 +95,7 @@ def test_unexpected_property_costs_one_field_not_everything(task):
 
 def test_contains_is_order_free_and_numbers_compare_by_value(task):
     i = index_of(task, "volume-stone/437")
-    diff = json.loads(task.target_text(task.transition(i)))
+    diff = json.loads(task.target_text(i))
     for obj in diff["modified"]:
         obj["contains"] = list(reversed(obj["contains"]))
         obj["properties"] = {k: float(v) if type(v) is int else v for k, v in obj["properties"].items()}
@@ -106,7 +106,7 @@ def test_contains_is_order_free_and_numbers_compare_by_value(task):
 
 def test_unchanged_transition_has_no_changed_term(task):
     i = index_of(task, "volume-stone/293")
-    result = score(task, i, task.target_text(task.transition(i)))
+    result = score(task, i, task.target_text(i))
     assert math.isnan(result.metrics["acc_changed"]) and result.metrics["n_changed_fields"] == 0
 
 
@@ -119,7 +119,7 @@ def test_unchanged_transition_has_no_changed_term(task):
 ])
 def test_answer_is_found_after_reasoning_markers_and_fences(task, wrap):
     i = index_of(task, "volume-stone/437")
-    gold = task.target_text(task.transition(i))
+    gold = task.target_text(i)
     assert score(task, i, wrap.format(gold=gold)).metrics["exact"] == 1.0
 
 
@@ -223,9 +223,9 @@ def test_arbitrary_text_never_raises_and_stays_in_range(data_dir):
 
     from rlvr_envs.core.factory import build_task
 
-    task = build_task("rlvr_envs.tasks.text_game:ByteSized32Task", data_dir=data_dir, split="test_sample",
+    task = build_task("rlvr_envs.text_game.task:ByteSized32Task", data_dir=data_dir, split="test_sample",
                       reward="task")
-    gold = task.target_text(task.transition(1))
+    gold = task.target_text(1)
     pieces = st.sampled_from(['{"modified": [', "]", "}", '"removed": [2]', ", ", '"score": {}', "```json\n",
                               "Final answer:", "</think>", gold[:40], gold[40:], "'", "\\", "True", "null"])
 

@@ -16,12 +16,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rlvr_envs.data import wma
-from rlvr_envs.data.mini_web import MiniWebConfig, generate
-from rlvr_envs.verifiers.answer import AnswerError
-from rlvr_envs.verifiers.web_changes import ChangeList, canonical_line, parse_changes, score_changes
-from tests.conftest import shared_data_or_skip
-from tests.test_acctree import EXPECTED, real_pairs
+from rlvr_envs.web import wma
+from rlvr_envs.web.mini_web import MiniWebConfig, generate
+from rlvr_envs.core.answer import AnswerError
+from rlvr_envs.web.changes import ChangeList, canonical_line, parse_changes, score_changes
+from tests.samples import EXPECTED, real_records, shared_data_or_skip, write_jsonl
 
 
 @functools.lru_cache(maxsize=1)
@@ -135,19 +134,6 @@ def test_written_answers_parse_back(change_list):
 
 # -- WMA files ------------------------------------------------------------------------------------
 
-def real_records() -> list[dict]:
-    """The two real transitions as WMA rows (fields read from the real prompts)."""
-    path = shared_data_or_skip("wma", "text_only_acctree_format.json")
-    rows = []
-    for k, ((prompt, _), (_, _, following)) in enumerate(zip(json.loads(path.read_text())["examples"], real_pairs())):
-        fields = wma.fields_from_prompt(prompt)
-        rows.append({"task_id": k, "step_idx": 1, "url": fields["url"], "objective": fields["objective"],
-                     "previous_actions": ["None", fields["previous_action"]],
-                     "current_action": fields["current_action"],
-                     "observation": fields["observation"], "next_state_acctree": following})
-    return rows
-
-
 def test_fields_are_read_from_the_real_prompts():
     rows = real_records()
     assert rows[0]["url"] == ("http://openstreetmap.org:3000/search?query=restaurant%20near%20CMU"
@@ -159,11 +145,6 @@ def test_fields_are_read_from_the_real_prompts():
     assert rows[1]["observation"].startswith("Tab 0 (current): Health & Household\n[1] RootWebArea")
     assert rows[1]["current_action"] == 'type[407] ["HP Inkjet Fax Machine"] [1]'
     assert rows[0]["observation"].endswith("15213, United States'")
-
-
-def write_jsonl(path, rows):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
 
 
 @pytest.fixture()
@@ -180,7 +161,7 @@ def rlvr_dir(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rlvr_envs.tasks.web_state import prompt_template
+    from rlvr_envs.web.task import prompt_template
 
     template = prompt_template(str(shared_data_or_skip("wma", "rlvr_world_model_prompt.json")))
     rows = []
@@ -292,7 +273,7 @@ def test_download_command(tmp_path, monkeypatch, rlvr_dir, capsys):
 def build(task, **kwargs):
     from rlvr_envs.core.factory import build_task
 
-    return build_task(f"rlvr_envs.tasks.web_state:{task}", tokenizer=web_tokenizer(), **kwargs)
+    return build_task(f"rlvr_envs.web.task:{task}", tokenizer=web_tokenizer(), **kwargs)
 
 
 def respond(task, index, text):
@@ -300,14 +281,14 @@ def respond(task, index, text):
 
 
 def test_webstate_gold_is_the_extraction_and_scores_one(wma_dir):
-    task = build("WebStateTask", data_dir=str(wma_dir), split="all", max_total_tokens=None)
+    task = build("WebStateTask", data_dir=str(wma_dir), split="all", max_total_len=None)
     assert len(task) == 2
     for index in range(2):
         transition = task.transition(index)
-        assert transition.meta["gold"].as_dict() == {s: EXPECTED[index][s] or ["None"] for s in EXPECTED[index]}
+        assert transition.target.as_dict() == {s: EXPECTED[index][s] or ["None"] for s in EXPECTED[index]}
         gold = task.verify([index], [task.target_ids(index)])[0]
         assert gold.parsed and gold.reward == 1.0 == task.max_reward(index)
-        prompt = task.prompt_text(transition)
+        prompt = task.prompt_text(index)
         assert prompt.startswith("You predict the next state of a web page")
         assert transition.state in prompt and f"CURRENT ACTION: {transition.action}\n" in prompt
         assert wma.fields_from_prompt(prompt)["observation"] == transition.state
@@ -315,24 +296,24 @@ def test_webstate_gold_is_the_extraction_and_scores_one(wma_dir):
 
 def test_webstate_dataset_targets_and_length_filter(rlvr_dir):
     task = build("WebStateTask", data_dir=str(rlvr_dir), split="test", target="dataset", prompt="compact",
-                 max_total_tokens=None)
-    assert task.target_text(task.transition(0)).split("\n\nDeleted items:\nNone\n\n")[0] == "New items:\n" + "\n".join(
+                 max_total_len=None)
+    assert task.target_text(0).split("\n\nDeleted items:\nNone\n\n")[0] == "New items:\n" + "\n".join(
         EXPECTED[1]["new"])
-    both = build("WebStateTask", data_dir=str(rlvr_dir), split="all", prompt="compact", max_total_tokens=None)
+    both = build("WebStateTask", data_dir=str(rlvr_dir), split="all", prompt="compact", max_total_len=None)
     totals = sorted(len(both.prompt_ids(i)) + len(both.target_ids(i)) for i in range(2))
     assert totals[0] < totals[1]
-    kept = build("WebStateTask", data_dir=str(rlvr_dir), split="all", prompt="compact", max_total_tokens=totals[0])
+    kept = build("WebStateTask", data_dir=str(rlvr_dir), split="all", prompt="compact", max_total_len=totals[0])
     assert (len(kept), kept.n_filtered) == (1, 1)
     assert len(kept.prompt_ids(0)) + len(kept.target_ids(0)) == totals[0]
-    with pytest.raises(ValueError, match="no transition fits .*max_total_tokens=10"):
-        build("WebStateTask", data_dir=str(rlvr_dir), split="test", max_total_tokens=10, prompt="compact")
+    with pytest.raises(ValueError, match="no transition fits .*max_total_len=10"):
+        build("WebStateTask", data_dir=str(rlvr_dir), split="test", max_total_len=10, prompt="compact")
     with pytest.raises(ValueError, match="target must be one of"):
         build("WebStateTask", data_dir=str(rlvr_dir), target="model")
 
 
 def test_partial_and_malformed_responses(wma_dir):
-    task = build("WebStateTask", data_dir=str(wma_dir), split="all", max_total_tokens=None)
-    gold = task.transition(1).meta["gold"]
+    task = build("WebStateTask", data_dir=str(wma_dir), split="all", max_total_len=None)
+    gold = task.transition(1).target
     half = ChangeList(gold.new[: len(gold.new) // 2], gold.deleted, ())
     result = respond(task, 1, "<think>search results</think>" + half.text())
     assert result.parsed and 0.0 < result.reward < 1.0
@@ -364,7 +345,7 @@ def test_miniweb_covers_the_web_actions_and_every_gold_scores_one():
     assert {"click", "type", "hover", "scroll"} <= set(verbs)
     kinds = Counter()
     for i in range(len(task)):
-        gold = task.transition(i).meta["gold"]
+        gold = task.transition(i).target
         kinds.update(s for s in ("new", "deleted", "updated") if gold.section(s) != ("None",))
         kinds["unchanged"] += not task.transition(i).changed
     assert all(kinds[k] > 5 for k in ("new", "deleted", "updated", "unchanged"))
@@ -378,7 +359,7 @@ def test_gym_make_gold_is_max_and_garbage_is_zero(env_id, wma_dir):
     import rlvr_envs  # noqa: F401  (registers the ids)
 
     kwargs = {"size": 8} if "MiniWeb" in env_id else {"data_dir": str(wma_dir), "split": "all",
-                                                       "max_total_tokens": None}
+                                                       "max_total_len": None}
     env = gym.make(env_id, tokenizer=web_tokenizer(), **kwargs)
     task = env.unwrapped.task
     for index in range(2):
@@ -403,7 +384,7 @@ def test_gym_make_gold_is_max_and_garbage_is_zero(env_id, wma_dir):
 def test_prompt_templates_built_in_and_from_rlvr_worlds_file(tmp_path):
     import gymnasium as gym
 
-    from rlvr_envs.tasks.web_state import COMPACT_PROMPT, FULL_PROMPT, TASK_BLOCK, prompt_template
+    from rlvr_envs.web.task import COMPACT_PROMPT, FULL_PROMPT, TASK_BLOCK, prompt_template
 
     assert FULL_PROMPT.count(TASK_BLOCK) == 1 and COMPACT_PROMPT.endswith(TASK_BLOCK)
     path = shared_data_or_skip("wma", "rlvr_world_model_prompt.json")
@@ -411,7 +392,7 @@ def test_prompt_templates_built_in_and_from_rlvr_worlds_file(tmp_path):
     assert prompt_template(str(path)) == reference
     env = gym.make("RLVRWorld/MiniWeb-v0", size=8, prompt=str(path))
     task = env.unwrapped.task
-    text = task.prompt_text(task.transition(0))
+    text = task.prompt_text(0)
     assert text.startswith(reference[:40]) and task.transition(0).action in text
     # every filled-in prompt reads back through the WMA loader's field parser
     for template in (reference, FULL_PROMPT, COMPACT_PROMPT):
@@ -429,10 +410,10 @@ def test_prompt_templates_built_in_and_from_rlvr_worlds_file(tmp_path):
 def test_embedded_web_tokenizer_is_the_miniweb_default():
     from rlvr_envs.core.factory import build_task
 
-    task = build_task("rlvr_envs.tasks.web_state:MiniWebTask", size=64)
+    task = build_task("rlvr_envs.web.task:MiniWebTask", size=64)
     assert task.tokenizer.name_or_path.endswith("miniweb") and task.vocab_size == 1024
     assert task.max_prompt_len < 600 and task.max_response_len < 600
-    text = task.target_text(task.transition(3)) + "\n[9] StaticText '\\ue60b Café ♥ 日本'"
+    text = task.target_text(3) + "\n[9] StaticText '\\ue60b Café ♥ 日本'"
     assert task.tokenizer.decode(task.tokenizer(text, add_special_tokens=False)["input_ids"]) == text
     results = task.verify(list(range(len(task))), [task.target_ids(i) for i in range(len(task))])
     assert all(r.reward == 1.0 for r in results)

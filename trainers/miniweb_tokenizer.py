@@ -18,7 +18,7 @@ import json
 import time
 from dataclasses import dataclass
 
-from rlvr_envs.tokenizers import EMBEDDED
+from rlvr_envs.core.tokenizers import EMBEDDED
 
 
 @dataclass
@@ -40,12 +40,12 @@ class Args:
 
 def corpus(split: str, count: int) -> list[tuple[str, str]]:
     """(prompt, gold answer) of `count` MiniWeb transitions, exactly as the env shows them."""
-    from rlvr_envs.tasks.web_state import MiniWebTaskConfig, miniweb_records, record_transition, web_prompt
+    from rlvr_envs.web.task import MiniWebTaskConfig, miniweb_records, record_transition, web_prompt
 
     config = MiniWebTaskConfig(split=split, size=count)
     config.validate()
     transitions = [record_transition(record) for record in miniweb_records(config)]
-    return [(web_prompt(t, config.prompt), t.meta["gold"].text()) for t in transitions]
+    return [(web_prompt(t, config.prompt), t.target.text()) for t in transitions]
 
 
 def main(args: Args) -> dict:

@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlvr_envs.tokenizers import EMBEDDED
+from rlvr_envs.core.tokenizers import EMBEDDED
 
 EOS, PAD = "<|endoftext|>", "<|pad|>"
 
@@ -53,7 +53,7 @@ class Args:
     report_rows: int = 200
 
     def validate(self) -> None:
-        from rlvr_envs.data.mini_text_world import DIFFICULTIES
+        from rlvr_envs.text_game.mini_text_world import DIFFICULTIES
 
         if self.vocab_size < 300:
             raise ValueError(f"vocab_size must leave room for the 256 bytes and merges, got {self.vocab_size}")
@@ -66,12 +66,12 @@ class Args:
 
 def corpus(split: str, difficulty: str, count: int) -> list[tuple[str, str]]:
     """(prompt, gold answer) texts of `count` MiniTextWorld transitions, exactly as the env shows them."""
-    from rlvr_envs.data import mini_text_world as simulator
-    from rlvr_envs.tasks.mini_text_world import SPLIT_SEEDS
-    from rlvr_envs.tasks.text_game import game_prompt, game_target, row_to_transition
+    from rlvr_envs.text_game import mini_text_world as simulator
+    from rlvr_envs.core.util import split_stream
+    from rlvr_envs.text_game.task import game_prompt, game_target, row_to_transition
 
     rules = simulator.all_rules()
-    rows = simulator.generate_rows(simulator.DIFFICULTIES[difficulty], SPLIT_SEEDS[split], count)
+    rows = simulator.generate_rows(simulator.DIFFICULTIES[difficulty], split_stream(0, split), count)
     transitions = [row_to_transition(row, split, rules[row["game"]]) for row in rows]
     return [(game_prompt(t), game_target(t)) for t in transitions]
 

@@ -64,7 +64,7 @@ def check_llm_env(env: gym.Env, indices: list[int] | None = None, seed: int = 0,
         top = task.max_reward(index)
         assert len(gold) < task.max_response_len, f"[{index}] the gold answer does not fit max_response_len"
         if isinstance(task, TextTask):
-            text = task.target_text(task.transition(index))
+            text = task.target_text(index)
             decoded = task.response_text(gold)
             assert decoded == text, f"[{index}] gold answer does not survive the tokenizer round trip"
 

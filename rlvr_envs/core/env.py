@@ -2,86 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
+from rlvr_envs.core.episode import Episode, action_space, check_mode, observation_space, verify_episodes
 from rlvr_envs.core.task import Task
-from rlvr_envs.core.types import RewardResult
-
-MODES = ("sequence", "token")
-
-
-def observation_space(task: Task) -> spaces.Dict:
-    """Fixed-shape integer observation (SB3's `MultiInputPolicy` accepts it as is)."""
-    high = task.vocab_size - 1
-    return spaces.Dict(
-        {
-            "prompt": spaces.Box(0, high, shape=(task.max_prompt_len,), dtype=np.int64),
-            "prompt_len": spaces.Box(0, task.max_prompt_len, shape=(1,), dtype=np.int64),
-            "response": spaces.Box(0, high, shape=(task.max_response_len,), dtype=np.int64),
-            "response_len": spaces.Box(0, task.max_response_len, shape=(1,), dtype=np.int64),
-        }
-    )
-
-
-def action_space(task: Task, mode: str) -> spaces.Space:
-    if mode == "sequence":
-        return spaces.MultiDiscrete(np.full(task.max_response_len, task.vocab_size, dtype=np.int64))
-    return spaces.Discrete(task.vocab_size)
-
-
-def response_from_action(task: Task, action: Any) -> np.ndarray:
-    """The response a sequence-mode action encodes: the tokens before the first EOS.
-
-    Accepts the padded `MultiDiscrete` array or any 1-D integer sequence; a response longer
-    than `max_response_len` is cut there, exactly as token mode's length limit would.
-    """
-    tokens = np.asarray(action).reshape(-1)
-    if tokens.size and tokens.dtype.kind not in "iu":
-        raise TypeError(f"a sequence-mode action must hold integer token ids, got dtype {tokens.dtype}")
-    tokens = tokens[: task.max_response_len]
-    is_eos = tokens == task.eos_token_id
-    first = int(is_eos.argmax()) if tokens.size else 0
-    if tokens.size and is_eos[first]:
-        tokens = tokens[:first]
-    return tokens.astype(np.int64, copy=False)
-
-
-def observation(task: Task, index: int, response: Sequence[int]) -> dict[str, np.ndarray]:
-    """The observation of transition `index` with `response` written so far.
-
-    Every call returns fresh arrays (gymnasium's rule: users keep what they are given);
-    response ids outside the vocabulary (possible in a sequence-mode action) are clipped in
-    the view only.
-    """
-    prompt, prompt_len = task.padded_prompt(index)
-    blank = task.blank_response()
-    n = min(len(response), len(blank))
-    tokens = blank.copy()  # copying a template is ~4x cheaper than np.full on this hot path
-    if n:
-        tokens[:n] = response[:n]
-        if tokens.view(np.uint64).max() >= task.vocab_size:  # negatives wrap to huge values
-            np.clip(tokens, 0, task.vocab_size - 1, out=tokens)
-    return {"prompt": prompt.copy(), "prompt_len": prompt_len.copy(), "response": tokens,
-            "response_len": np.array([n], dtype=np.int64)}
-
-
-def result_info(task: Task, index: int, result: RewardResult, response: Sequence[int]) -> dict[str, Any]:
-    """The terminal `info`: decoded prediction, every metric component, parse status."""
-    return {
-        "index": index,
-        "transition_id": task.transition(index).uid,
-        "parsed": result.parsed,
-        "error": result.error,
-        "prediction": result.prediction,
-        "metrics": dict(result.metrics),
-        "max_reward": task.max_reward(index),
-        "response_len": len(response),
-    }
 
 
 class NextStatePredictionEnv(gym.Env):
@@ -129,29 +56,24 @@ class NextStatePredictionEnv(gym.Env):
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
     def __init__(self, task: Task, mode: str = "sequence", render_mode: str | None = None):
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         self.task = task
-        self.mode = mode
+        self.mode = check_mode(mode)
         self.render_mode = render_mode
         self.observation_space = observation_space(task)
         self.action_space = action_space(task, mode)
-        self._index = 0
-        self._response: list[int] = []
-        self._done = True
+        self._episode: Episode | None = None
         self._last_info: dict[str, Any] = {}
 
-    # -- helpers -----------------------------------------------------------------------
     def _obs(self) -> dict[str, np.ndarray]:
-        return observation(self.task, self._index, self._response)
-
-    def _finish(self) -> tuple[float, dict[str, Any]]:
-        result = self.task.verify([self._index], [self._response])[0]
-        self._done = True
-        self._last_info = result_info(self.task, self._index, result, self._response)
-        return float(result.reward), self._last_info
+        # fresh arrays on every call (gymnasium's rule: users keep what they are given)
+        task = self.task
+        obs = {"prompt": np.empty(task.max_prompt_len, dtype=np.int64), "prompt_len": np.empty(1, dtype=np.int64),
+               "response": np.empty(task.max_response_len, dtype=np.int64),
+               "response_len": np.empty(1, dtype=np.int64)}
+        self._episode.write_observation(obs["prompt"], obs["prompt_len"], obs["response"], obs["response_len"])
+        return obs
 
     # -- gymnasium API -----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
@@ -159,40 +81,26 @@ class NextStatePredictionEnv(gym.Env):
         index = (options or {}).get("index")
         if index is None:
             index = int(self.np_random.integers(len(self.task)))
-        index = int(index)
-        if not 0 <= index < len(self.task):
-            raise IndexError(f"options['index']={index} outside the task's {len(self.task)} transitions")
-        self._index = index
-        self._response = []
-        self._done = False
-        self._response.extend(int(t) for t in self.task.forced_tokens(index, self._response))
-        self._last_info = {"index": index, "transition_id": self.task.transition(index).uid}
+        self._episode = Episode(self.task, index)
+        self._last_info = self._episode.info()
         return self._obs(), dict(self._last_info)
 
     def step(self, action):
-        if self._done:
-            raise RuntimeError("step() called on a finished episode; call reset() first")
+        episode = self._episode
+        if episode is None:
+            raise RuntimeError("step() called before reset()")
         if self.mode == "sequence":
-            self._response = response_from_action(self.task, action)
-            reward, info = self._finish()
-            return self._obs(), reward, True, False, info
-
-        token = int(np.asarray(action).item())  # a scalar or a size-1 array (SB3 passes either)
-        if token == self.task.eos_token_id:
-            reward, info = self._finish()
-            return self._obs(), reward, True, False, info
-        self._response.append(token)
-        self._response.extend(int(t) for t in self.task.forced_tokens(self._index, self._response))
-        if len(self._response) >= self.task.max_response_len or self.task.is_complete(self._index, self._response):
-            self._response = self._response[: self.task.max_response_len]
-            reward, info = self._finish()
-            return self._obs(), reward, True, False, info
-        return self._obs(), 0.0, False, False, {"index": self._index}
+            episode.set_response(action)
+        elif not episode.push(action):
+            return self._obs(), 0.0, False, False, {"index": episode.index}
+        result = verify_episodes(self.task, [episode])[0]
+        self._last_info = episode.info(result)
+        return self._obs(), float(result.reward), True, False, self._last_info
 
     def render(self):
-        if self.render_mode == "ansi":
-            text = self.task.render_text(self._index, self._response)
-            if self._done and "metrics" in self._last_info:
+        if self.render_mode == "ansi" and self._episode is not None:
+            text = self.task.render_text(self._episode.index, self._episode.response)
+            if self._episode.done and "metrics" in self._last_info:
                 text += f"\n=== reward ===\n{self._last_info['metrics']} error={self._last_info['error']}"
             return text
         return None

@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import importlib
 from typing import Any
 
 from rlvr_envs.core.task import Task
-
-
-def _import(path: str) -> Any:
-    module, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module), attr)
+from rlvr_envs.core.util import import_string
 
 
 def build_task(task: str | type[Task], **kwargs: Any) -> Task:
@@ -21,7 +16,7 @@ def build_task(task: str | type[Task], **kwargs: Any) -> Task:
     Unknown keyword arguments fail here, naming the allowed ones, so a typo in
     `gym.make(..., data_dri=...)` is caught at once instead of being silently ignored.
     """
-    cls = _import(task) if isinstance(task, str) else task
+    cls = import_string(task) if isinstance(task, str) else task
     config_cls = cls.Config
     allowed = [f.name for f in dataclasses.fields(config_cls)]
     unknown = sorted(set(kwargs) - set(allowed))

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from rlvr_envs.core.answer import AnswerError
 from rlvr_envs.core.types import RewardResult, Transition
 
 
@@ -27,11 +28,9 @@ class Task(abc.ABC):
       * `verify` is deterministic for a fixed response.
     """
 
-    #: short family name shown by `rlvr-world list`
-    name: str = "task"
     #: "text", "web" or "video"
     modality: str = "text"
-    #: one line saying what the reward measures
+    #: one line saying what the reward measures (the registry's env table shows it)
     reward_description: str = ""
     #: the documented minimum reward (what malformed output gets)
     min_reward: float = 0.0
@@ -65,7 +64,13 @@ class Task(abc.ABC):
 
     @abc.abstractmethod
     def verify(self, indices: Sequence[int], responses: Sequence[Sequence[int]]) -> list[RewardResult]:
-        """Score a batch of responses (one per index) in one call."""
+        """Score a batch of responses (one per index) in one call; each result carries
+        `max_reward(index)`."""
+
+    @classmethod
+    def describe_reward(cls, **kwargs: Any) -> str:
+        """What the reward measures for these registry arguments (the env table's column)."""
+        return cls.reward_description
 
     def padded_prompt(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         """(prompt padded to `max_prompt_len`, its length as a (1,) array), both read-only
@@ -114,29 +119,34 @@ class Task(abc.ABC):
 class TextTask(Task):
     """A task whose prompt and answer are text, tokenized by the world model's tokenizer.
 
-    Subclasses provide `prompt_text`, `target_text` and `score_text`; this class caches the
-    token codec, applies the length limits and turns any exception raised while scoring
-    model output into the minimum reward (so training never crashes on a bad sample).
+    Subclasses write four methods: `format_prompt` and `format_target` (a transition as
+    prompt text and as gold answer text), `parse` (answer text -> prediction, raising
+    `AnswerError` with the reason) and `score` (prediction -> `RewardResult`). This class
+    caches the token codec, applies the length limits, and turns any exception raised while
+    reading model output into the minimum reward, so training never crashes on a bad sample.
 
     Arguments:
         transitions: the dataset.
         tokenizer: a `transformers` tokenizer (or a name/path for `AutoTokenizer`).
-        max_prompt_tokens: drop transitions whose prompt is longer (None: keep all and use
+        max_prompt_len: drop transitions whose prompt is longer (None: keep all and use
             the longest prompt as the observation width).
-        max_response_tokens: the response budget (None: longest gold answer plus 25%).
-        max_total_tokens: drop transitions whose prompt plus gold answer is longer (the
+        max_response_len: the response budget (None: longest gold answer plus 25%).
+        max_total_len: drop transitions whose prompt plus gold answer is longer (the
             length filter of RLVR-World's web data).
     """
+
+    #: metric names a failed parse reports as 0 (so every result logs the same keys)
+    metric_keys: tuple[str, ...] = ()
 
     def __init__(
         self,
         transitions: Sequence[Transition],
         tokenizer: Any,
-        max_prompt_tokens: int | None = None,
-        max_response_tokens: int | None = None,
-        max_total_tokens: int | None = None,
+        max_prompt_len: int | None = None,
+        max_response_len: int | None = None,
+        max_total_len: int | None = None,
     ):
-        from rlvr_envs.tokenizers import load_tokenizer
+        from rlvr_envs.core.tokenizers import load_tokenizer
 
         self.tokenizer = load_tokenizer(tokenizer)
         if self.tokenizer.eos_token_id is None:
@@ -146,45 +156,51 @@ class TextTask(Task):
         self.pad_token_id = int(pad) if pad is not None else self.eos_token_id
         self.vocab_size = len(self.tokenizer)
 
-        prompts = self.tokenizer([self.prompt_text(t) for t in transitions], add_special_tokens=False)["input_ids"]
-        targets = self.tokenizer([self.target_text(t) for t in transitions], add_special_tokens=False)["input_ids"]
+        prompts = self.tokenizer([self.format_prompt(t) for t in transitions], add_special_tokens=False)["input_ids"]
+        targets = self.tokenizer([self.format_target(t) for t in transitions], add_special_tokens=False)["input_ids"]
         keep = [
             i for i, (p, t) in enumerate(zip(prompts, targets))
-            if (max_prompt_tokens is None or len(p) <= max_prompt_tokens)
-            and (max_total_tokens is None or len(p) + len(t) <= max_total_tokens)
+            if (max_prompt_len is None or len(p) <= max_prompt_len)
+            and (max_total_len is None or len(p) + len(t) <= max_total_len)
         ]
         #: transitions dropped by the length limits (counted, never silent)
         self.n_filtered = len(transitions) - len(keep)
         if not keep:
             shortest = min((len(p), len(p) + len(t)) for p, t in zip(prompts, targets)) if prompts else "n/a"
             raise ValueError(
-                f"no transition fits max_prompt_tokens={max_prompt_tokens}, max_total_tokens={max_total_tokens} "
+                f"no transition fits max_prompt_len={max_prompt_len}, max_total_len={max_total_len} "
                 f"(shortest prompt, prompt+answer: {shortest})"
             )
         self._transitions = [transitions[i] for i in keep]
         self._prompt_ids = [np.asarray(prompts[i], dtype=np.int64) for i in keep]
         self._target_ids = [np.asarray(targets[i], dtype=np.int64) for i in keep]
-        self.max_prompt_len = max_prompt_tokens or max(len(p) for p in self._prompt_ids)
+        self.max_prompt_len = max_prompt_len or max(len(p) for p in self._prompt_ids)
         longest_target = max(len(t) for t in self._target_ids)
-        if max_response_tokens is None:
-            max_response_tokens = longest_target + max(16, longest_target // 4)
-        if max_response_tokens < longest_target:
+        if max_response_len is None:
+            max_response_len = longest_target + max(16, longest_target // 4)
+        if max_response_len < longest_target:
             raise ValueError(
-                f"max_response_tokens={max_response_tokens} is shorter than the longest gold answer "
+                f"max_response_len={max_response_len} is shorter than the longest gold answer "
                 f"({longest_target} tokens); the gold response would not fit"
             )
-        self.max_response_len = int(max_response_tokens)
+        self.max_response_len = int(max_response_len)
 
     # -- what subclasses write ---------------------------------------------------------
     @abc.abstractmethod
-    def prompt_text(self, transition: Transition) -> str: ...
+    def format_prompt(self, transition: Transition) -> str:
+        """q(s, a) as text."""
 
     @abc.abstractmethod
-    def target_text(self, transition: Transition) -> str: ...
+    def format_target(self, transition: Transition) -> str:
+        """The gold answer (`transition.target`) as text."""
 
     @abc.abstractmethod
-    def score_text(self, index: int, text: str) -> RewardResult:
-        """Score decoded response text; may raise on malformed text (caught by `verify`)."""
+    def parse(self, index: int, text: str) -> Any:
+        """The prediction in response `text`; raises (e.g. `AnswerError`) saying why not."""
+
+    @abc.abstractmethod
+    def score(self, index: int, prediction: Any) -> RewardResult:
+        """The verified reward of a parsed prediction of transition `index`."""
 
     # -- the Task protocol -------------------------------------------------------------
     def __len__(self) -> int:
@@ -199,11 +215,17 @@ class TextTask(Task):
     def target_ids(self, index: int) -> np.ndarray:
         return self._target_ids[index]
 
+    def prompt_text(self, index: int) -> str:
+        return self.format_prompt(self._transitions[index])
+
+    def target_text(self, index: int) -> str:
+        return self.format_target(self._transitions[index])
+
     def response_text(self, response_ids: Sequence[int]) -> str:
-        ids = np.asarray(response_ids, dtype=np.int64).reshape(-1)
-        if ids.size and (ids.min() < 0 or ids.max() >= self.vocab_size):
-            bad = ids[(ids < 0) | (ids >= self.vocab_size)][0]
-            raise ValueError(f"token id {bad} outside the vocabulary [0, {self.vocab_size})")
+        ids = np.asarray(response_ids).reshape(-1)
+        if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0 or ids.max() >= self.vocab_size):
+            bad = next(t for t in ids.tolist() if not (isinstance(t, int) and 0 <= t < self.vocab_size))
+            raise ValueError(f"token id {bad!r} outside the vocabulary [0, {self.vocab_size})")
         backend = getattr(self.tokenizer, "backend_tokenizer", None)
         if backend is not None and not getattr(self.tokenizer, "clean_up_tokenization_spaces", False):
             # the Rust decoder directly: transformers' decode wrapper costs more than the decode
@@ -211,24 +233,34 @@ class TextTask(Task):
         return self.tokenizer.decode(ids.tolist(), skip_special_tokens=True)
 
     def decode(self, index: int, response_ids: Sequence[int]) -> tuple[Any, str | None]:
-        result = self.verify([index], [response_ids])[0]
-        return (result.prediction, None) if result.parsed else (None, result.error)
+        try:
+            return self.parse(int(index), self.response_text(response_ids)), None
+        except Exception as exc:  # model output must never crash the caller
+            return None, str(exc) if isinstance(exc, AnswerError) else f"{type(exc).__name__}: {exc}"
+
+    def _verify_one(self, index: int, read_text) -> RewardResult:
+        top = self.max_reward(index)
+        try:
+            result = self.score(index, self.parse(index, read_text()))
+        except Exception as exc:  # model output must never crash training
+            error = str(exc) if isinstance(exc, AnswerError) else f"{type(exc).__name__}: {exc}"
+            result = RewardResult.failure(self.min_reward, error, metrics=dict.fromkeys(self.metric_keys, 0.0))
+        result.max_reward = top
+        return result
 
     def verify(self, indices: Sequence[int], responses: Sequence[Sequence[int]]) -> list[RewardResult]:
         if len(indices) != len(responses):
             raise ValueError(f"verify got {len(indices)} indices but {len(responses)} responses")
-        results = []
-        for index, response in zip(indices, responses):
-            try:
-                result = self.score_text(int(index), self.response_text(response))
-            except Exception as exc:  # model output must never crash training
-                result = RewardResult.failure(self.min_reward, f"{type(exc).__name__}: {exc}")
-            results.append(result)
-        return results
+        return [self._verify_one(int(i), lambda r=r: self.response_text(r)) for i, r in zip(indices, responses)]
+
+    def verify_text(self, indices: Sequence[int], texts: Sequence[str]) -> list[RewardResult]:
+        """`verify` for completions held as strings (TRL reward functions, verl)."""
+        if len(indices) != len(texts):
+            raise ValueError(f"verify_text got {len(indices)} indices but {len(texts)} texts")
+        return [self._verify_one(int(i), lambda t=t: str(t)) for i, t in zip(indices, texts)]
 
     def render_text(self, index: int, response_ids: Sequence[int] | None = None) -> str:
-        lines = ["=== prompt ===", self.prompt_text(self.transition(index)), "=== gold ===",
-                 self.target_text(self.transition(index))]
+        lines = ["=== prompt ===", self.prompt_text(index), "=== gold ===", self.target_text(index)]
         if response_ids is not None:
             lines += ["=== response ===", self.tokenizer.decode([int(t) for t in response_ids])]
         return "\n".join(lines)

@@ -20,8 +20,8 @@ from typing import Mapping
 
 import torch
 
-from rlvr_envs.metrics.image import FrameArray, as_unit_frames, mae, mse, psnr, ssim
-from rlvr_envs.metrics.perceptual import LPIPSModel
+from rlvr_envs.video.metrics.image import FrameArray, as_unit_frames, mae, mse, psnr, ssim
+from rlvr_envs.video.metrics.perceptual import LPIPSModel
 
 PAPER_SCALE: Mapping[str, float] = {"mse": 100.0, "mae": 1.0, "psnr": 1.0, "ssim": 100.0, "lpips": 100.0}
 METRIC_NAMES = tuple(PAPER_SCALE)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-EMBEDDED_DIR = Path(__file__).parent / "assets" / "tokenizers"
+EMBEDDED_DIR = Path(__file__).resolve().parents[1] / "assets" / "tokenizers"
 EMBEDDED = {"minitextworld": EMBEDDED_DIR / "minitextworld", "miniweb": EMBEDDED_DIR / "miniweb"}
 DEFAULT_TOKENIZER = "minitextworld"
 

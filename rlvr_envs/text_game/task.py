@@ -1,4 +1,5 @@
-"""Text-game state prediction: ByteSized32 (`RLVRWorld/TextGame-v0`, `-TaskReward-v0`).
+"""Text-game state prediction: ByteSized32 (`RLVRWorld/TextGame-v0`, `-TaskReward-v0`) and
+MiniTextWorld (`RLVRWorld/MiniTextWorld-v0`, `-TaskReward-v0`).
 
 The world model reads the game's rules, the current state (objects as JSON), the UUID base
 for new objects and the action, and answers with the state difference. Any source of rows
@@ -7,6 +8,7 @@ in the ByteSized32 JSONL schema can use `TextGameTask` (MiniTextWorld does).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -14,11 +16,15 @@ from typing import Any
 
 from rlvr_envs.core.task import TextTask
 from rlvr_envs.core.types import RewardResult, Transition
-from rlvr_envs.data import bytesized32
-from rlvr_envs.verifiers import text_state
-from rlvr_envs.verifiers.text_state import SCORE_FIELDS
+from rlvr_envs.core.util import as_tuple, split_stream
+from rlvr_envs.text_game import bytesized32
+from rlvr_envs.text_game import mini_text_world as simulator
+from rlvr_envs.text_game import state as text_state
+from rlvr_envs.text_game.state import SCORE_FIELDS
 
-REWARDS = ("binary", "task")
+REWARD_DESCRIPTIONS = {"binary": "binary: rebuilt next state matches exactly",
+                       "task": "0.1*acc_all + 1.0*acc_changed + 0.2*exact"}
+REWARDS = tuple(REWARD_DESCRIPTIONS)
 
 PROMPT = """You are simulating a text game. Predict how the game state changes after the action.
 Task: {task}
@@ -52,7 +58,7 @@ def game_prompt(transition: Transition) -> str:
 
 def game_target(transition: Transition) -> str:
     """o(s'): the gold state difference as compact JSON."""
-    return _dumps(transition.meta["diff"])
+    return _dumps(transition.target)
 
 
 def row_to_transition(row: Mapping[str, Any], split: str, rules: Mapping[str, str]) -> Transition:
@@ -71,10 +77,10 @@ def row_to_transition(row: Mapping[str, Any], split: str, rules: Mapping[str, st
                "task": current.get("taskDesc", "")},
         action=tick.get("lastAction", ""),
         next_state={"objects": tick["objects"], "score": next_score},
+        target=text_state.state_difference(current["objects"], tick["objects"], next_score),
         split=split,
         changed=changed,
         meta={"game": row["game"], "state_id": row["state_id"], "rules": rules,
-              "diff": text_state.state_difference(current["objects"], tick["objects"], next_score),
               "current_flat": current_flat, "gold_flat": gold_flat},
     )
 
@@ -91,24 +97,26 @@ class TextGameTask(TextTask):
     modality = "text"
     min_reward = 0.0
 
+    @classmethod
+    def describe_reward(cls, reward: str = "binary", **kwargs: Any) -> str:
+        return REWARD_DESCRIPTIONS[reward]
+
     def __init__(self, rows: Sequence[Mapping[str, Any]], rules: Mapping[str, Mapping[str, str]], split: str,
-                 reward: str, tokenizer: Any, max_prompt_tokens: int | None, max_response_tokens: int | None):
+                 reward: str, tokenizer: Any, max_prompt_len: int | None, max_response_len: int | None):
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
         self.reward = reward
-        self.reward_description = (
-            "1 iff the rebuilt next state matches exactly" if reward == "binary"
-            else "0.1*acc_all + 1.0*acc_changed + 0.2*exact")
+        self.reward_description = self.describe_reward(reward=reward)
         missing = sorted({row["game"] for row in rows} - set(rules))
         if missing:
             raise ValueError(f"no rules for game(s) {missing}; rules cover {sorted(rules)}")
         transitions = [row_to_transition(row, split, rules[row["game"]]) for row in rows]
-        super().__init__(transitions, tokenizer, max_prompt_tokens, max_response_tokens)
+        super().__init__(transitions, tokenizer, max_prompt_len, max_response_len)
 
-    def prompt_text(self, transition: Transition) -> str:
+    def format_prompt(self, transition: Transition) -> str:
         return game_prompt(transition)
 
-    def target_text(self, transition: Transition) -> str:
+    def format_target(self, transition: Transition) -> str:
         return game_target(transition)
 
     def max_reward(self, index: int) -> float:
@@ -116,20 +124,20 @@ class TextGameTask(TextTask):
             return 1.0
         return text_state.max_task_reward(bool(self.transition(index).changed))
 
-    def score_text(self, index: int, text: str) -> RewardResult:
-        transition = self.transition(index)
-        try:
-            diff = text_state.parse_json_object(text)
-            current = text_state.objects_by_uuid(transition.state["objects"])
-            objects, score = text_state.apply_difference(current, transition.state["score"], diff)
-            predicted_flat = text_state.flatten_state(objects, score)
-        except text_state.AnswerError as exc:
-            return RewardResult.failure(self.min_reward, str(exc))
-        metrics = text_state.score_prediction(transition.meta["current_flat"], transition.meta["gold_flat"],
-                                              predicted_flat)
+    def parse(self, index: int, text: str) -> dict[str, Any]:
+        """The next state rebuilt from the predicted difference: {"objects", "score"}."""
+        state = self.transition(index).state
+        diff = text_state.parse_json_object(text)
+        objects, score = text_state.apply_difference(text_state.objects_by_uuid(state["objects"]), state["score"], diff)
+        return {"objects": objects, "score": score}
+
+    def score(self, index: int, prediction: dict[str, Any]) -> RewardResult:
+        meta = self.transition(index).meta
+        predicted_flat = text_state.flatten_state(prediction["objects"], prediction["score"])
+        metrics = text_state.score_prediction(meta["current_flat"], meta["gold_flat"], predicted_flat)
         reward = metrics["exact"] if self.reward == "binary" else metrics["task_reward"]
         return RewardResult(reward=reward, metrics=metrics, parsed=True,
-                            prediction={"objects": list(objects.values()), "score": score})
+                            prediction={"objects": list(prediction["objects"].values()), "score": prediction["score"]})
 
 
 @dataclass(frozen=True)
@@ -142,12 +150,11 @@ class ByteSized32Config:
     tokenizer: Any = None  #: the world model's tokenizer (HF name/path/object); default embedded
     games: tuple[str, ...] | None = None  #: keep only these games
     limit: int | None = None  #: keep the first N transitions
-    max_prompt_tokens: int | None = None  #: drop longer prompts
-    max_response_tokens: int | None = None  #: response budget (default: longest gold + 25%)
+    max_prompt_len: int | None = None  #: drop longer prompts
+    max_response_len: int | None = None  #: response budget (default: longest gold + 25%)
 
     def __post_init__(self):
-        if self.games is not None and not isinstance(self.games, tuple):
-            object.__setattr__(self, "games", tuple([self.games] if isinstance(self.games, str) else self.games))
+        object.__setattr__(self, "games", as_tuple(self.games))
 
     def validate(self) -> None:
         if self.reward not in REWARDS:
@@ -159,7 +166,6 @@ class ByteSized32Config:
 class ByteSized32Task(TextGameTask):
     """ByteSized32-State-Prediction (Wang et al., 2024) from the public files."""
 
-    name = "bytesized32"
     Config = ByteSized32Config
 
     def __init__(self, config: ByteSized32Config):
@@ -172,7 +178,7 @@ class ByteSized32Task(TextGameTask):
         if config.limit is not None:
             rows = rows[: config.limit]
         super().__init__(rows, bytesized32.load_rules(config.data_dir), config.split, config.reward,
-                         config.tokenizer, config.max_prompt_tokens, config.max_response_tokens)
+                         config.tokenizer, config.max_prompt_len, config.max_response_len)
 
     @staticmethod
     def availability(data_dir: str | None = None) -> tuple[bool, str]:
@@ -183,3 +189,61 @@ class ByteSized32Task(TextGameTask):
             where = bytesized32.data_root(data_dir) / "bytesized32"
             return False, f"run `rlvr-world data bytesized32` (nothing usable in {where})"
         return True, "data found"
+
+
+# -- MiniTextWorld: the embedded default of the language side ----------------------------
+DEFAULT_SIZES = {"train": 2048, "test": 512}
+
+
+@dataclass(frozen=True)
+class MiniTextWorldTaskConfig:
+    """Arguments of `RLVRWorld/MiniTextWorld-v0` (pass them to `gym.make`)."""
+
+    split: str = "test"  #: "train" or "test": disjoint generator streams of the same seed
+    size: int | None = None  #: how many transitions (default 2048 train, 512 test)
+    seed: int = 0  #: generator seed; transitions are a pure function of (config, seed, split, index)
+    difficulty: str = "easy"  #: "easy", "medium" or "hard" (distractors, extra properties, steps)
+    games: tuple[str, ...] | None = None  #: keep only these games (default: all)
+    reward: str = "binary"  #: "binary" or "task"
+    tokenizer: Any = None  #: the world model's tokenizer (HF name/path/object); default embedded
+    max_prompt_len: int | None = None  #: drop longer prompts
+    max_response_len: int | None = None  #: response budget (default: longest gold + 25%)
+
+    def __post_init__(self):
+        object.__setattr__(self, "games", as_tuple(self.games))
+
+    def validate(self) -> None:
+        split_stream(self.seed, self.split)  # names the valid splits
+        if self.difficulty not in simulator.DIFFICULTIES:
+            raise ValueError(f"difficulty must be one of {list(simulator.DIFFICULTIES)}, got {self.difficulty!r}")
+        if self.reward not in REWARDS:
+            raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
+        if self.size is not None and self.size < 1:
+            raise ValueError(f"size must be positive, got {self.size}")
+        self.generator_config().validate()
+
+    def generator_config(self) -> simulator.MiniTextWorldConfig:
+        preset = simulator.DIFFICULTIES[self.difficulty]
+        return preset if self.games is None else dataclasses.replace(preset, games=self.games)
+
+
+class MiniTextWorldTask(TextGameTask):
+    """Text-game state prediction on generated MiniTextWorld transitions.
+
+    Transition `i` is `generate_row(difficulty preset, split_stream(seed, split), i)`, so
+    a task is reproducible from its config alone; rewards are `TextGameTask`'s.
+    """
+
+    Config = MiniTextWorldTaskConfig
+
+    def __init__(self, config: MiniTextWorldTaskConfig):
+        config.validate()
+        self.config = config
+        count = config.size or DEFAULT_SIZES[config.split]
+        rows = simulator.generate_rows(config.generator_config(), split_stream(config.seed, config.split), count)
+        super().__init__(rows, simulator.all_rules(), config.split, config.reward, config.tokenizer,
+                         config.max_prompt_len, config.max_response_len)
+
+    @staticmethod
+    def availability(data_dir: str | None = None) -> tuple[bool, str]:
+        return True, "embedded"

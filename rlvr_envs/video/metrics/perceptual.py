@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from rlvr_envs.metrics.image import FrameArray, as_unit_frames
+from rlvr_envs.video.metrics.image import FrameArray, as_unit_frames
 
 LPIPS_NETS = ("vgg", "alex")
 DEFAULT_LPIPS_NET = "vgg"

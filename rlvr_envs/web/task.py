@@ -23,13 +23,12 @@ from typing import Any
 
 from rlvr_envs.core.task import TextTask
 from rlvr_envs.core.types import RewardResult, Transition
-from rlvr_envs.data import mini_web, wma
-from rlvr_envs.verifiers.acctree import extract_changes, parse_tree
-from rlvr_envs.verifiers.answer import AnswerError
-from rlvr_envs.verifiers.web_changes import SECTIONS, ChangeList, parse_changes, score_changes
+from rlvr_envs.web import mini_web, wma
+from rlvr_envs.web.acctree import extract_changes, parse_tree
+from rlvr_envs.web.changes import SECTIONS, ChangeList, parse_changes, score_changes
 
 #: the block every prompt ends with; its field labels are those of WMA/RLVR-World prompts,
-#: which `rlvr_envs.data.wma.fields_from_prompt` reads back from the dataset's own prompts
+#: which `rlvr_envs.web.wma.fields_from_prompt` reads back from the dataset's own prompts
 TASK_BLOCK = """URL: {url}
  OBJECTIVE: {objective}
  PREVIOUS ACTION: {previous_action}
@@ -92,7 +91,7 @@ METRIC_KEYS = ("f1", "precision", "recall", "matches", "predicted", "gold",
 
 
 def record_transition(record: wma.WmaRecord, target: str = "extracted") -> Transition:
-    """A WMA-style record as a Transition whose `meta["gold"]` is the gold `ChangeList`.
+    """A WMA-style record as a Transition whose `target` is the gold `ChangeList`.
 
     `target="extracted"` (default) derives the gold from the two trees with
     `extract_changes`; `"dataset"` uses the change lists the record carries (WMA's own
@@ -109,9 +108,8 @@ def record_transition(record: wma.WmaRecord, target: str = "extracted") -> Trans
         raise ValueError(f"target must be one of {TARGETS}, got {target!r}")
     return Transition(
         uid=record.uid, state=record.observation, action=record.current_action, next_state=record.next_state_acctree,
-        split=record.split, changed=changes.changed,
-        meta={"url": record.url, "objective": record.objective, "previous_action": record.previous_action,
-              "gold": gold})
+        target=gold, split=record.split, changed=changes.changed,
+        meta={"url": record.url, "objective": record.objective, "previous_action": record.previous_action})
 
 
 def web_prompt(transition: Transition, style: str = "full") -> str:
@@ -129,38 +127,38 @@ class WebChangeTask(TextTask):
     Reward: F1 in [0, 1] of exact-match canonical item lines pooled over the three sections
     (`None` an ordinary item, duplicated lines counted as a multiset); `metrics` adds
     pooled precision/recall, counts, and precision/recall/F1 per section. A response with
-    no section title scores 0 with an error. See `rlvr_envs.verifiers.web_changes`.
+    no section title scores 0 with an error. See `rlvr_envs.web.changes`.
 
-    `max_total_tokens` drops transitions whose prompt plus gold answer exceed it (RLVR-World
+    `max_total_len` drops transitions whose prompt plus gold answer exceed it (RLVR-World
     kept those of at most 5,000 tokens); counted with this task's tokenizer.
     """
 
     modality = "web"
     min_reward = 0.0
+    metric_keys = METRIC_KEYS
     reward_description = "F1 of exact-match item lines over New/Deleted/Updated items"
 
     def __init__(self, records: Sequence[wma.WmaRecord], tokenizer: Any, prompt: str, target: str,
-                 max_total_tokens: int | None, max_response_tokens: int | None):
+                 max_total_len: int | None, max_response_len: int | None):
         prompt_template(prompt)  # fails early, naming the choices
         self.prompt_style = prompt
         transitions = [record_transition(r, target) for r in records]
         if not transitions:
             raise ValueError("no transitions to build the task from")
-        super().__init__(transitions, tokenizer, None, max_response_tokens, max_total_tokens)
+        super().__init__(transitions, tokenizer, None, max_response_len, max_total_len)
 
-    def prompt_text(self, transition: Transition) -> str:
+    def format_prompt(self, transition: Transition) -> str:
         return web_prompt(transition, self.prompt_style)
 
-    def target_text(self, transition: Transition) -> str:
-        return transition.meta["gold"].text()
+    def format_target(self, transition: Transition) -> str:
+        return transition.target.text()
 
-    def score_text(self, index: int, text: str) -> RewardResult:
-        try:
-            predicted = parse_changes(text)
-        except AnswerError as exc:
-            return RewardResult.failure(self.min_reward, str(exc), dict.fromkeys(METRIC_KEYS, 0.0))
-        metrics = score_changes(predicted, self.transition(index).meta["gold"])
-        return RewardResult(reward=metrics["f1"], metrics=metrics, parsed=True, prediction=predicted.as_dict())
+    def parse(self, index: int, text: str) -> ChangeList:
+        return parse_changes(text)
+
+    def score(self, index: int, prediction: ChangeList) -> RewardResult:
+        metrics = score_changes(prediction, self.transition(index).target)
+        return RewardResult(reward=metrics["f1"], metrics=metrics, parsed=True, prediction=prediction.as_dict())
 
 
 @dataclass(frozen=True)
@@ -168,12 +166,12 @@ class WebStateConfig:
     """Arguments of `RLVRWorld/WebState-v0` (pass them to `gym.make`)."""
 
     data_dir: str | None = None  #: data root; default $RLVR_WORLD_DATA or ~/.cache/rlvr_world
-    split: str = "test"  #: "train", "test" (the 99/1 split, see rlvr_envs.data.wma) or "all"
+    split: str = "test"  #: "train", "test" (the 99/1 split, see rlvr_envs.web.wma) or "all"
     tokenizer: Any = "miniweb"  #: the world model's tokenizer (HF name/path/object); default the embedded web BPE
     prompt: str = "full"  #: "full", "compact" or a template file (e.g. RLVR-World's prompt JSON)
     target: str = "extracted"  #: gold from the trees ("extracted") or the files' change lists ("dataset")
-    max_total_tokens: int | None = 5000  #: drop transitions whose prompt + gold answer is longer
-    max_response_tokens: int | None = None  #: response budget (default: longest gold + 25%)
+    max_total_len: int | None = 5000  #: drop transitions whose prompt + gold answer is longer
+    max_response_len: int | None = None  #: response budget (default: longest gold + 25%)
     limit: int | None = None  #: keep the first N records of the split (before the length filter)
     on_corrupt: str = "raise"  #: "raise" at a bad row (named by file and row) or "skip" it
 
@@ -185,7 +183,7 @@ class WebStateConfig:
             raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
         if self.on_corrupt not in ("raise", "skip"):
             raise ValueError(f"on_corrupt must be 'raise' or 'skip', got {self.on_corrupt!r}")
-        for name in ("max_total_tokens", "max_response_tokens", "limit"):
+        for name in ("max_total_len", "max_response_len", "limit"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be positive, got {value}")
@@ -197,7 +195,7 @@ class WebStateTask(WebChangeTask):
     Web-page state prediction on WMA's WebArena transitions, RLVR-World's web domain: from
     the accessibility tree, URL, objective, previous and current action, predict the
     `New items:` / `Deleted items:` / `Updated items:` of the next page. Needs the WMA files
-    (`rlvr-world data wma`; see `rlvr_envs.data.wma`).
+    (`rlvr-world data wma`; see `rlvr_envs.web.wma`).
 
     ## Reward
     Item-change F1 in [0, 1] (max 1.0 for every transition; unparsable answers 0).
@@ -213,7 +211,6 @@ class WebStateTask(WebChangeTask):
     * v0: initial release.
     """
 
-    name = "wma"
     Config = WebStateConfig
 
     def __init__(self, config: WebStateConfig):
@@ -222,8 +219,8 @@ class WebStateTask(WebChangeTask):
             raise ValueError(f"no WMA records in split {config.split!r} under {wma.folder(config.data_dir)}")
         if config.limit is not None:
             records = records[: config.limit]
-        super().__init__(records, config.tokenizer, config.prompt, config.target, config.max_total_tokens,
-                         config.max_response_tokens)
+        super().__init__(records, config.tokenizer, config.prompt, config.target, config.max_total_len,
+                         config.max_response_len)
 
     @staticmethod
     def availability(data_dir: str | None = None) -> tuple[bool, str]:
@@ -247,8 +244,8 @@ class MiniWebTaskConfig:
     list_items: int = 3  #: list entries visible at once
     list_extra: int = 3  #: up to this many more below the viewport
     history: int = 2  #: at most this many earlier actions before the predicted one
-    max_total_tokens: int | None = None  #: drop transitions whose prompt + gold answer is longer
-    max_response_tokens: int | None = None  #: response budget (default: longest gold + 25%)
+    max_total_len: int | None = None  #: drop transitions whose prompt + gold answer is longer
+    max_response_len: int | None = None  #: response budget (default: longest gold + 25%)
 
     def __post_init__(self):
         if not isinstance(self.sites, tuple):
@@ -264,7 +261,7 @@ class MiniWebTaskConfig:
         if self.size < 1:
             raise ValueError(f"size must be positive, got {self.size}")
         prompt_template(self.prompt)
-        for name in ("max_total_tokens", "max_response_tokens"):
+        for name in ("max_total_len", "max_response_len"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise ValueError(f"{name} must be positive, got {value}")
@@ -289,7 +286,7 @@ class MiniWebTask(WebChangeTask):
     """
     ## Description
     The web-state task on MiniWeb, a procedural web-page simulator shipped with the package
-    (`rlvr_envs.data.mini_web`): shop, forum and admin pages in WebArena's tree format;
+    (`rlvr_envs.web.mini_web`): shop, forum and admin pages in WebArena's tree format;
     clicks, typing, hovering, scrolling and going back, with their effects. Gold answers
     come from the same change extraction as `RLVRWorld/WebState-v0`. Trees are ~10-40
     lines; with the embedded web tokenizer (`python -m trainers.miniweb_tokenizer`) the
@@ -309,12 +306,11 @@ class MiniWebTask(WebChangeTask):
     * v0: initial release.
     """
 
-    name = "miniweb"
     Config = MiniWebTaskConfig
 
     def __init__(self, config: MiniWebTaskConfig):
         super().__init__(miniweb_records(config), config.tokenizer, config.prompt, "extracted",
-                         config.max_total_tokens, config.max_response_tokens)
+                         config.max_total_len, config.max_response_len)
 
     @staticmethod
     def availability(data_dir: str | None = None) -> tuple[bool, str]:

@@ -5,8 +5,8 @@ All functions take channels-last frame batches `[..., H, W, 3]` (uint8, or float
 the layout convention and `perceptual.py` for the LPIPS backbone rules.
 """
 
-from rlvr_envs.metrics.image import as_unit_frames, gaussian_window, mae, mse, psnr, ssim
-from rlvr_envs.metrics.perceptual import (
+from rlvr_envs.video.metrics.image import as_unit_frames, gaussian_window, mae, mse, psnr, ssim
+from rlvr_envs.video.metrics.perceptual import (
     DEFAULT_LPIPS_NET,
     LPIPS_NETS,
     LPIPSConfig,
@@ -16,8 +16,8 @@ from rlvr_envs.metrics.perceptual import (
     load_lpips,
     trunk_checkpoint_path,
 )
-from rlvr_envs.metrics.repetition import multi_step_repetition, repetition_rate, single_step_repetition
-from rlvr_envs.metrics.video import (
+from rlvr_envs.video.metrics.repetition import multi_step_repetition, repetition_rate, single_step_repetition
+from rlvr_envs.video.metrics.video import (
     METRIC_NAMES,
     PAPER_SCALE,
     FrameRewardBatch,

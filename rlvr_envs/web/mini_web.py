@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from rlvr_envs.verifiers.acctree import Item
+from rlvr_envs.web.acctree import Item
 
 SITES = ("shop", "forum", "admin")
 

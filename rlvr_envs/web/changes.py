@@ -13,7 +13,7 @@ the accessibility-tree form, `None` for an empty section::
     [1220] textbox '\\ue60c' focused: True required: False
 
 **Reading a response** (`parse_changes`): the answer is taken after any reasoning with
-`rlvr_envs.verifiers.answer.extract_answer` (after `</think>`, after a "final answer"
+`rlvr_envs.core.answer.extract_answer` (after `</think>`, after a "final answer"
 marker, or inside the last fenced block). A section starts at a line that begins with its
 title (`New items:`, case-insensitive, optionally as a markdown heading or in bold); text
 after the colon on that line is its first item. Blank lines right after a title are
@@ -44,8 +44,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from rlvr_envs.verifiers.acctree import Changes, TreeParseError, parse_item
-from rlvr_envs.verifiers.answer import THINK_END, AnswerError, extract_answer
+from rlvr_envs.web.acctree import Changes, TreeParseError, parse_item
+from rlvr_envs.core.answer import THINK_END, AnswerError, extract_answer
 
 SECTIONS = ("new", "deleted", "updated")
 TITLES = {"new": "New items:", "deleted": "Deleted items:", "updated": "Updated items:"}

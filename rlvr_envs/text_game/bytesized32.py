@@ -22,6 +22,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from rlvr_envs.core.paths import data_root
+
 ROW_KEYS = ("current_state", "action_state", "tick_state", "current_score_state", "next_score_state", "game",
             "state_id")
 STATE_KEYS = ("objects", "max_UUID")
@@ -34,12 +36,6 @@ REMOTE_FILES = {
     **{f"{RULES_DIRNAME}/{kind}_rules.json": f"rules/human_written_rules/{kind}_rules.json" for kind in RULE_KINDS},
 }
 EXPECTED_ROWS = {"test": 2954}
-
-
-def data_root(data_dir: str | os.PathLike | None = None) -> Path:
-    """The data root: the argument, else `$RLVR_WORLD_DATA`, else `~/.cache/rlvr_world`."""
-    root = data_dir or os.environ.get("RLVR_WORLD_DATA") or Path.home() / ".cache" / "rlvr_world"
-    return Path(root).expanduser()
 
 
 def _missing(what: str, where: Path) -> FileNotFoundError:

@@ -1,6 +1,6 @@
 """Pixel-level frame metrics: MSE, MAE, PSNR (data range 1) and SSIM (11-px Gaussian window).
 
-Layout convention for every function in `rlvr_envs.metrics`: frames are **channels-last**
+Layout convention for every function in `rlvr_envs.video.metrics`: frames are **channels-last**
 tensors `[..., H, W, 3]` (so `[B, H, W, 3]` for single-step predictions and
 `[B, T, H, W, 3]` for multi-step ones), either `uint8` in [0, 255] or floating point in
 [0, 1]. A metric returns one value per frame, shaped like the leading dimensions

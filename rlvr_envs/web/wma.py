@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rlvr_envs.data.bytesized32 import data_root
+from rlvr_envs.core.paths import data_root
 
 SUBDIR = "wma"
 PATTERNS = ("*.parquet", "*.jsonl", "*.json")
@@ -269,7 +269,7 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_data_command(args: argparse.Namespace) -> int:
     """Download the records into <data root>/wma/ and check every row parses."""
-    from rlvr_envs.verifiers.acctree import parse_tree
+    from rlvr_envs.web.acctree import parse_tree
 
     target = folder(args.data_dir)
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False"):

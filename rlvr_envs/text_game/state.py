@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from rlvr_envs.verifiers.answer import AnswerError, parse_json_object
+from rlvr_envs.core.answer import AnswerError, parse_json_object
 
 SCORE_FIELDS = ("score", "gameOver", "gameWon")
 _MISSING = ("<missing>",)

@@ -1,0 +1,174 @@
+"""The episode machine: one response being written for one transition.
+
+`NextStatePredictionEnv` steps one `Episode`; the batched vector env steps N of them and
+verifies the finished ones in one call. Everything an episode does lives here (forced
+tokens, EOS, the length limit, structure completion, validating actions at the door,
+writing the observation row), so the two envs cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+from rlvr_envs.core.task import Task
+from rlvr_envs.core.types import RewardResult
+
+MODES = ("sequence", "token")
+
+
+def observation_space(task: Task) -> spaces.Dict:
+    """Fixed-shape integer observation (SB3's `MultiInputPolicy` accepts it as is)."""
+    high = task.vocab_size - 1
+    return spaces.Dict(
+        {
+            "prompt": spaces.Box(0, high, shape=(task.max_prompt_len,), dtype=np.int64),
+            "prompt_len": spaces.Box(0, task.max_prompt_len, shape=(1,), dtype=np.int64),
+            "response": spaces.Box(0, high, shape=(task.max_response_len,), dtype=np.int64),
+            "response_len": spaces.Box(0, task.max_response_len, shape=(1,), dtype=np.int64),
+        }
+    )
+
+
+def action_space(task: Task, mode: str) -> spaces.Space:
+    if mode == "sequence":
+        return spaces.MultiDiscrete(np.full(task.max_response_len, task.vocab_size, dtype=np.int64))
+    return spaces.Discrete(task.vocab_size)
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+    return mode
+
+
+def integer_array(action: Any, what: str) -> np.ndarray:
+    """`action` as a 1-D integer array, refusing anything that is not integer token ids.
+
+    Floats, strings and bools are type errors (a silent cast would hide a policy bug);
+    Python ints too large for int64 arrive as object arrays and are kept exact.
+    """
+    tokens = np.asarray(action)
+    if tokens.dtype.kind == "O":
+        flat = tokens.reshape(-1)
+        if not all(isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)) for t in flat):
+            raise TypeError(f"{what} must hold integer token ids, got {[type(t).__name__ for t in flat[:3]]}")
+        return flat
+    if tokens.size and tokens.dtype.kind not in "iu":
+        raise TypeError(f"{what} must hold integer token ids, got dtype {tokens.dtype}")
+    return tokens.reshape(-1)
+
+
+def token_from_action(action: Any) -> int:
+    """The token id of a token-mode action: an integer scalar or a size-1 integer array."""
+    tokens = integer_array(action, "a token-mode action")
+    if tokens.size != 1:
+        raise ValueError(f"a token-mode action is one token id, got {tokens.size} values")
+    return int(tokens[0])
+
+
+def out_of_vocabulary(task: Task, tokens: np.ndarray) -> int | None:
+    """The first token id outside [0, vocab_size), exactly as given, or None."""
+    if not tokens.size:
+        return None
+    if tokens.dtype.kind == "O":
+        bad = [int(t) for t in tokens if not 0 <= int(t) < task.vocab_size]
+        return bad[0] if bad else None
+    outside = (tokens >= task.vocab_size) if tokens.dtype.kind == "u" else (tokens < 0) | (tokens >= task.vocab_size)
+    return int(tokens[int(outside.argmax())]) if outside.any() else None
+
+
+class Episode:
+    """The response written so far for transition `index`, and whether it is final.
+
+    An action that names a token outside the vocabulary ends the episode with the task's
+    documented minimum reward and an error that names the token; it is never written into
+    the response, so the observation and later episodes stay intact.
+    """
+
+    __slots__ = ("task", "index", "response", "done", "error")
+
+    def __init__(self, task: Task, index: int):
+        index = int(index)
+        if not 0 <= index < len(task):
+            raise IndexError(f"index {index} outside the task's {len(task)} transitions")
+        self.task, self.index = task, index
+        self.response: list[int] = [int(t) for t in task.forced_tokens(index, [])]
+        self.done = False
+        self.error: str | None = None
+
+    def _reject(self, token: int) -> None:
+        self.error = f"token id {token} outside the vocabulary [0, {self.task.vocab_size})"
+        self.done = True
+
+    def push(self, action: Any) -> bool:
+        """Token mode: append one token (then any forced tokens); True when the episode ends
+        (EOS, the length limit, a complete structure, or an out-of-vocabulary token)."""
+        if self.done:
+            raise RuntimeError("step() called on a finished episode; call reset() first")
+        token = token_from_action(action)
+        task = self.task
+        if token == task.eos_token_id:
+            self.done = True
+        elif not 0 <= token < task.vocab_size:
+            self._reject(token)
+        else:
+            self.response.append(token)
+            self.response.extend(int(t) for t in task.forced_tokens(self.index, self.response))
+            if len(self.response) >= task.max_response_len or task.is_complete(self.index, self.response):
+                del self.response[task.max_response_len:]
+                self.done = True
+        return self.done
+
+    def set_response(self, action: Any) -> None:
+        """Sequence mode: the whole response at once, the tokens before the first EOS.
+
+        Accepts the padded `MultiDiscrete` array or any 1-D integer sequence; a response
+        longer than `max_response_len` is cut there, exactly as token mode's limit would.
+        """
+        if self.done:
+            raise RuntimeError("step() called on a finished episode; call reset() first")
+        task = self.task
+        tokens = integer_array(action, "a sequence-mode action")[: task.max_response_len]
+        is_eos = tokens == task.eos_token_id
+        if is_eos.any():
+            tokens = tokens[: int(is_eos.argmax())]
+        self.done = True
+        bad = out_of_vocabulary(task, tokens)
+        if bad is not None:
+            self._reject(bad)
+        else:
+            self.response = tokens.astype(np.int64).tolist()
+
+    def rejected_result(self) -> RewardResult:
+        """The result of an episode ended by an invalid action (no verification needed)."""
+        return RewardResult.failure(self.task.min_reward, self.error, self.task.max_reward(self.index))
+
+    def write_observation(self, prompt: np.ndarray, prompt_len: np.ndarray, response: np.ndarray,
+                          response_len: np.ndarray) -> None:
+        """Fill one observation row (of a single env or of a batch) in place."""
+        prompt[:], prompt_len[:] = self.task.padded_prompt(self.index)
+        n = min(len(self.response), len(response))
+        response[:n] = self.response[:n]
+        response[n:] = self.task.pad_token_id
+        response_len[0] = n
+
+    def info(self, result: RewardResult | None = None) -> dict[str, Any]:
+        """The step info: which transition, and once final, the verified result."""
+        info: dict[str, Any] = {"index": self.index, "uid": self.task.transition(self.index).uid}
+        if result is not None:
+            info.update(parsed=result.parsed, error=result.error, prediction=result.prediction,
+                        metrics=dict(result.metrics), max_reward=result.max_reward,
+                        response_len=len(self.response))
+        return info
+
+
+def verify_episodes(task: Task, episodes: Sequence[Episode]) -> list[RewardResult]:
+    """Results of finished episodes: one batched `verify` call for those with a valid
+    response, the documented minimum for those ended by an invalid action."""
+    valid = [e for e in episodes if e.error is None]
+    verified = iter(task.verify([e.index for e in valid], [e.response for e in valid]) if valid else [])
+    return [next(verified) if e.error is None else e.rejected_result() for e in episodes]

@@ -1,1 +1,0 @@
-"""Visual tokenizers, action discretisation and the video world model (see DESIGN.md §2)."""
