@@ -52,7 +52,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; only the data module named in `argv` is imported (some are heavy)."""
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="rlvr-world", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.set_defaults(func=lambda _args: parser.print_help() or 0)
+    sub = parser.add_subparsers(dest="command", metavar="{list,data}")
 
     listing = sub.add_parser("list", help="the registered env ids and whether their data is here")
     listing.add_argument("--markdown", action="store_true", help="print README's env table")
@@ -61,7 +62,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     listing.set_defaults(func=cmd_list)
 
     data = sub.add_parser("data", help="download or generate a dataset")
-    datasets = data.add_subparsers(dest="dataset", required=True)
+    data.set_defaults(func=lambda _args: data.print_help() or 0)
+    datasets = data.add_subparsers(dest="dataset", metavar="{" + ",".join(DATA_COMMANDS) + "}")
     for name, (module, help_text) in DATA_COMMANDS.items():
         sub_parser = datasets.add_parser(name, help=help_text)
         if argv[:2] == ["data", name]:
@@ -72,8 +74,18 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a command; data problems the user can fix end in one line on stderr, exit 1."""
+    from rlvr_envs.core.errors import DataError, DownloadError
+
     args = build_parser(argv).parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except (DataError, DownloadError, FileNotFoundError) as exc:
+        print(f"rlvr-world: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("rlvr-world: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":
