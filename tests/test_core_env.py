@@ -174,3 +174,64 @@ def test_group_helpers_score_g_responses_on_one_transition():
     adv = group_advantages(rewards)
     assert adv[0] > 0 > adv[1] and abs(adv.sum()) < 1e-9
     assert isinstance(gym.make(env_id, **registry_test_kwargs(env_id)).unwrapped.task, type(task))
+
+
+# -- actions are validated at the door, in both modes and both envs ------------------------------
+
+@pytest.mark.parametrize("bad", [2.0, np.float32(1), "3", True, np.array([1.5]), None])
+@pytest.mark.parametrize("vector", [False, True])
+def test_token_mode_rejects_non_integer_actions(bad, vector):
+    if vector:
+        env = BatchedNextStatePredictionVectorEnv(EchoTask(), num_envs=2, mode="token")
+        env.reset(options={"index": 0})
+        with pytest.raises(TypeError, match="integer"):
+            env.step([1, bad])
+        # nothing moved: the valid action of the same batch was not applied either
+        obs, *_ = env.step(np.array([1, 1]))
+        assert obs["response_len"][:, 0].tolist() == [1, 1]
+    else:
+        env = NextStatePredictionEnv(EchoTask(), mode="token")
+        env.reset(options={"index": 0})
+        with pytest.raises(TypeError, match="integer"):
+            env.step(bad)
+        _, reward, terminated, _, _ = env.step(1)  # the episode is intact
+        assert not terminated
+
+
+@pytest.mark.parametrize("bad", [2**63, 2**64 + 5, -1, 10, np.uint64(2**64 - 1)])
+def test_out_of_vocabulary_token_scores_the_minimum_and_names_the_token(bad):
+    env = NextStatePredictionEnv(EchoTask(), mode="token")
+    env.reset(options={"index": 1})
+    env.step(2)
+    obs, reward, terminated, _, info = env.step(bad)
+    assert terminated and reward == 0.0 and not info["parsed"]
+    assert str(int(bad)) in info["error"] and "vocabulary" in info["error"]
+    assert obs["response"][:1].tolist() == [2] and obs["response_len"][0] == 1
+    env.reset(options={"index": 1})  # the next episode is clean
+    env.step(2)
+    env.step(2)
+    assert env.step(EOS)[1] == 1.0
+
+
+@pytest.mark.parametrize("vector", [False, True])
+def test_sequence_mode_out_of_vocabulary_ids_score_the_minimum(vector):
+    huge = np.array([2, 2**64 - 1], dtype=np.uint64)  # would wrap to -1 if cast to int64
+    as_list = [2, 2**70]  # arrives as an object array
+    for action, named in ((huge, str(2**64 - 1)), (as_list, str(2**70)), (np.array([2, -3]), "-3")):
+        if vector:
+            env = BatchedNextStatePredictionVectorEnv(EchoTask(), num_envs=2)
+            env.reset(options={"index": 1})
+            _, rewards, _, _, info = env.step([action, np.array([2, 2])])
+            assert rewards.tolist() == [0.0, 1.0] and named in info["final_info"]["error"][0]
+        else:
+            env = NextStatePredictionEnv(EchoTask())
+            env.reset(options={"index": 1})
+            _, reward, _, _, info = env.step(action)
+            assert reward == 0.0 and named in info["error"]
+
+
+def test_step_before_reset_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="reset"):
+        NextStatePredictionEnv(EchoTask()).step(np.array([1]))
+    with pytest.raises(RuntimeError, match="reset"):
+        BatchedNextStatePredictionVectorEnv(EchoTask(), num_envs=2).step(np.array([[1], [1]]))

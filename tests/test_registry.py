@@ -161,3 +161,35 @@ def test_llm_env_checker_on_real_webarena_pairs():
 
     env = gym.make("RLVRWorld/WebState-v0", data_dir=real_wma_dir(), split="all")
     check_llm_env(env, indices=[0, 1], skip_gym_check=True)
+
+
+def _responses(task, rng) -> list[list[int]]:
+    gold = task.target_ids(0).tolist()
+    return [gold, gold[: len(gold) // 2], [], rng.integers(0, task.vocab_size, size=12).tolist()]
+
+
+@pytest.mark.parametrize("mode", ["sequence", "token"])
+@pytest.mark.parametrize("env_id", IDS)
+def test_single_and_vector_env_agree_step_for_step(env_id, mode):
+    """One episode machine: the single env and row 0 of the batched vector env see the same
+    observations, rewards, ends and results for the same actions."""
+    single = make(env_id, mode=mode).unwrapped
+    vector = gym.make_vec(env_id, num_envs=2, mode=mode, **registry_test_kwargs(env_id))
+    task = single.task
+    for response in _responses(task, np.random.default_rng(0)):
+        obs_s, info_s = single.reset(options={"index": 0})
+        obs_v, info_v = vector.reset(options={"index": 0})
+        assert all(np.array_equal(obs_s[k], obs_v[k][0]) for k in obs_s) and info_s["uid"] == info_v["uid"][0]
+        steps = [response] if mode == "sequence" else [*response, task.eos_token_id]
+        for action in steps:
+            obs_s, r_s, term_s, trunc_s, info_s = single.step(np.asarray(action))
+            batch = [action, action]
+            obs_v, r_v, term_v, trunc_v, info_v = vector.step(np.asarray(batch))
+            assert (r_s, term_s, trunc_s) == (r_v[0], term_v[0], trunc_v[0])
+            seen = info_v["final_obs"][0] if term_s else {k: v[0] for k, v in obs_v.items()}
+            assert all(np.array_equal(obs_s[k], seen[k]) for k in obs_s)
+            if term_s:
+                final = info_v["final_info"]
+                assert (info_s["parsed"], info_s["error"], info_s["max_reward"]) == \
+                    (final["parsed"][0], final["error"][0], final["max_reward"][0])
+                break

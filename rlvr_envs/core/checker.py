@@ -24,7 +24,8 @@ MALFORMED_TEXTS = ("", "not an answer at all", "{", '{"modified": [', "```json\n
 
 def _score(env: NextStatePredictionEnv, index: int, response: list[int]) -> tuple[float, dict[str, Any]]:
     env.reset(options={"index": index})
-    _, reward, terminated, truncated, info = env.step(np.asarray(response, dtype=np.int64))
+    action = np.asarray(response, dtype=object if any(abs(int(t)) >= 2**63 for t in response) else np.int64)
+    _, reward, terminated, truncated, info = env.step(action)
     assert terminated and not truncated, "a sequence-mode step must end the episode"
     return float(reward), info
 
@@ -71,6 +72,10 @@ def check_llm_env(env: gym.Env, indices: list[int] | None = None, seed: int = 0,
         reward, info = _score(seq, index, gold + [task.eos_token_id])
         assert info["parsed"], f"[{index}] gold response not parsed: {info['error']}"
         assert np.isclose(reward, top), f"[{index}] gold response scored {reward}, the maximum is {top}"
+        assert info["max_reward"] == top, f"[{index}] the result carries max_reward {info['max_reward']}, not {top}"
+        if isinstance(task, TextTask):
+            by_text = task.verify_text([index], [task.target_text(index)])[0]
+            assert by_text.reward == reward, f"[{index}] verify_text and verify disagree on the gold answer"
         again, info_again = _score(seq, index, gold + [task.eos_token_id])
         assert again == reward and _same_metrics(info["metrics"], info_again["metrics"]), \
             f"[{index}] reward is not deterministic"
@@ -94,6 +99,18 @@ def check_llm_env(env: gym.Env, indices: list[int] | None = None, seed: int = 0,
         random_no_eos = [t for t in random_tokens if t != task.eos_token_id][:64]
         assert np.isclose(_score_token_mode(task, index, random_no_eos), _score(seq, index, random_no_eos)[0]), \
             f"[{index}] token mode and sequence mode disagree on a random response"
+
+        for bad in (task.vocab_size, -1, 2**64 + 1):
+            value, info = _score(seq, index, [int(bad)])
+            assert value == task.min_reward and info["error"], f"[{index}] token id {bad} scored {value}"
+        for not_tokens in (np.array([0.5]), np.array(["a"])):
+            seq.reset(options={"index": index})
+            try:
+                seq.step(not_tokens)
+            except TypeError:
+                pass
+            else:
+                raise AssertionError(f"[{index}] a {not_tokens.dtype} action was accepted as token ids")
 
         if isinstance(task, TextTask):
             for text in MALFORMED_TEXTS:
