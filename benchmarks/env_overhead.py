@@ -27,6 +27,8 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
+import rlvr_envs  # noqa: F401  (registers the RLVRWorld ids)
+
 RESULTS = Path(__file__).parent / "results"
 
 

@@ -1,4 +1,4 @@
-"""The `rlvr-world` command: list the registry, fetch or generate data."""
+"""The `rlvr-world` command: list the registry, play one episode, fetch or generate data."""
 
 from __future__ import annotations
 
@@ -34,6 +34,28 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+RESPONSES = ("gold", "half", "empty")
+
+
+def cmd_episode(args: argparse.Namespace) -> int:
+    """Play one episode with a chosen response and print it as the env renders it."""
+    import gymnasium as gym
+    import numpy as np
+
+    kwargs = {} if args.data_dir is None else {"data_dir": args.data_dir}
+    env = gym.make(args.env_id, render_mode="ansi", **kwargs)
+    task = env.unwrapped.task
+    if not 0 <= args.index < len(task):
+        raise SystemExit(f"--index must be in [0, {len(task)}) for {args.env_id}")
+    env.reset(seed=0, options={"index": args.index})
+    gold = task.target_ids(args.index)
+    response = {"gold": gold, "half": gold[: len(gold) // 2], "empty": np.zeros(0, dtype=np.int64)}[args.response]
+    _, reward, *_ = env.step(response)
+    print(env.render())
+    print(f"reward {reward:.3f} of max {task.max_reward(args.index):.3f} ({args.response} response)")
+    return 0
+
+
 def update_readme(path: str, table: str) -> None:
     """Replace the generated env table between README's env-table markers."""
     start, end = "<!-- env-table", "<!-- /env-table -->"
@@ -53,13 +75,20 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="rlvr-world", description=__doc__)
     parser.set_defaults(func=lambda _args: parser.print_help() or 0)
-    sub = parser.add_subparsers(dest="command", metavar="{list,data}")
+    sub = parser.add_subparsers(dest="command", metavar="{list,episode,data}")
 
     listing = sub.add_parser("list", help="the registered env ids and whether their data is here")
     listing.add_argument("--markdown", action="store_true", help="print README's env table")
     listing.add_argument("--update-readme", metavar="PATH", help="rewrite the env table in this README")
     listing.add_argument("--data-dir", default=None, help="data root to check (default $RLVR_WORLD_DATA)")
     listing.set_defaults(func=cmd_list)
+
+    episode = sub.add_parser("episode", help="play one episode (gold, half or empty response) and render it")
+    episode.add_argument("env_id", nargs="?", default="RLVRWorld/MiniTextWorld-v0", help="a registered id")
+    episode.add_argument("--index", type=int, default=0, help="which transition")
+    episode.add_argument("--response", choices=RESPONSES, default="gold", help="what the 'model' answers")
+    episode.add_argument("--data-dir", default=None, help="data root for ids with external data")
+    episode.set_defaults(func=cmd_episode)
 
     data = sub.add_parser("data", help="download or generate a dataset")
     data.set_defaults(func=lambda _args: data.print_help() or 0)
@@ -75,6 +104,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run a command; data problems the user can fix end in one line on stderr, exit 1."""
+    import rlvr_envs  # noqa: F401  (registers the ids for `episode`)
     from rlvr_envs.core.errors import DataError, DownloadError
 
     args = build_parser(argv).parse_args(argv)

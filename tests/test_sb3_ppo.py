@@ -8,7 +8,7 @@ import pytest
 
 
 @pytest.mark.slow
-def test_ppo_trains_on_token_mode_minitextworld(tmp_path):
+def test_ppo_trains_on_token_mode_minitextworld(tmp_path, capsys):
     from stable_baselines3 import PPO
 
     from trainers.sb3_ppo import main, parse_args
@@ -20,6 +20,8 @@ def test_ppo_trains_on_token_mode_minitextworld(tmp_path):
     assert 0.0 <= summary["after"]["mean_reward"] <= 1.0
     saved = json.loads((tmp_path / "summary.json").read_text())
     assert saved["timesteps"] == summary["timesteps"]
+    printed = capsys.readouterr()
+    assert "expected to stay near 0" in printed.out and "PPO" in printed.err  # says what to expect; shows progress
     model = PPO.load(tmp_path / "model.zip", device="cpu")
     assert model.num_timesteps == summary["timesteps"]
 
