@@ -28,7 +28,11 @@ class NextStatePredictionEnv(gym.Env):
     * `mode="sequence"` (default): `MultiDiscrete([vocab] * max_response_len)`, the whole
       response in one step; tokens after the first EOS are ignored. Any 1-D integer array
       of at most that length is accepted too. Fits GRPO-style trainers.
-    * `mode="token"`: `Discrete(vocab)`, one token per step. Fits SB3 / CleanRL.
+    * `mode="token"`: `Discrete(vocab)`, one token per step (an int or a size-1 integer
+      array). Fits SB3 / CleanRL.
+    Actions are validated at the door: non-integer actions (floats, strings, bools) raise
+    `TypeError`; a token id outside the vocabulary ends the episode with the documented
+    minimum reward and `info["error"]` naming the id.
 
     ## Reward
     0 until the response is complete, then the task's verified reward (see `info["metrics"]`
@@ -47,7 +51,8 @@ class NextStatePredictionEnv(gym.Env):
     obs, info = env.reset(seed=0, options={"index": 3})  # pick a transition
     ```
     Task keyword arguments (data_dir, tokenizer, difficulty, ...) are passed through
-    `gym.make`; see the task's config dataclass.
+    `gym.make`; see the task's config dataclass. The episode logic itself lives in
+    `rlvr_envs.core.episode.Episode`, shared with the batched vector env.
 
     ## Version History
     * v0: initial release.
