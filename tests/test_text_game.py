@@ -140,12 +140,18 @@ def test_malformed_answers_raise_answer_error(text, reason):
         parse_json_object(text)
 
 
+FULL_SCORE = '"score": {"score": 0, "gameOver": false, "gameWon": false}'
+
+
 @pytest.mark.parametrize("text,error", [
     ('{"modified": [], "removed": []}', "no 'score'"),
-    ('{"modified": {}, "removed": [], "score": {}}', "'modified' must be a list"),
-    ('{"modified": [{"name": "x"}], "removed": [], "score": {}}', "has no uuid"),
-    ('{"modified": [{"uuid": "two"}], "removed": [], "score": {}}', "not an integer"),
+    ('{"removed": [], ' + FULL_SCORE + '}', "no 'modified'"),
+    ('{"modified": {}, "removed": [], ' + FULL_SCORE + '}', "'modified' must be a list"),
+    ('{"modified": [], "removed": 5, ' + FULL_SCORE + '}', "'removed' must be a list"),
     ('{"modified": [], "removed": [], "score": 3}', "'score' must be"),
+    ('{"modified": [], "removed": [], "score": {}}', "score lacks 'score', 'gameOver', 'gameWon'"),
+    ('{"modified": [], "removed": [], "score": {"score": 0, "gameover": false, "gameWon": false}}',
+     "score lacks 'gameOver'"),
 ])
 def test_malformed_differences_score_zero_with_reason(task, text, error):
     result = score(task, 0, text)

@@ -91,11 +91,14 @@ class TextGameTask(TextTask):
     Rewards (`reward=`): "binary" = 1 iff the rebuilt next state matches on every object
     field (`contains` order-free) and score field, else 0; "task" = 0.1·acc_all +
     1.0·acc_changed + 0.2·exact (acc_changed dropped when nothing changes, so the maximum is
-    1.3 for changing transitions and 0.3 otherwise). Unparsable answers score 0.
+    1.3 for changing transitions and 0.3 otherwise). Unparsable or incomplete answers
+    (no `modified`/`removed`/`score`, or a score without `score`, `gameOver`, `gameWon`)
+    score 0; every other fault is a wrong field. The rules are in `rlvr_envs.text_game.state`.
     """
 
     modality = "text"
     min_reward = 0.0
+    metric_keys = text_state.METRIC_KEYS
 
     @classmethod
     def describe_reward(cls, reward: str = "binary", **kwargs: Any) -> str:
@@ -124,20 +127,20 @@ class TextGameTask(TextTask):
             return 1.0
         return text_state.max_task_reward(bool(self.transition(index).changed))
 
-    def parse(self, index: int, text: str) -> dict[str, Any]:
-        """The next state rebuilt from the predicted difference: {"objects", "score"}."""
+    def parse(self, index: int, text: str) -> text_state.RebuiltState:
+        """The next state rebuilt from the predicted difference (raises `AnswerError` for an
+        answer that is unparsable or incomplete, see `rlvr_envs.text_game.state`)."""
         state = self.transition(index).state
         diff = text_state.parse_json_object(text)
-        objects, score = text_state.apply_difference(text_state.objects_by_uuid(state["objects"]), state["score"], diff)
-        return {"objects": objects, "score": score}
+        return text_state.apply_difference(text_state.objects_by_uuid(state["objects"]), diff)
 
-    def score(self, index: int, prediction: dict[str, Any]) -> RewardResult:
+    def score(self, index: int, prediction: text_state.RebuiltState) -> RewardResult:
         meta = self.transition(index).meta
-        predicted_flat = text_state.flatten_state(prediction["objects"], prediction["score"])
-        metrics = text_state.score_prediction(meta["current_flat"], meta["gold_flat"], predicted_flat)
+        metrics = text_state.score_prediction(meta["current_flat"], meta["gold_flat"], prediction.flatten())
         reward = metrics["exact"] if self.reward == "binary" else metrics["task_reward"]
         return RewardResult(reward=reward, metrics=metrics, parsed=True,
-                            prediction={"objects": list(prediction["objects"].values()), "score": prediction["score"]})
+                            prediction={"objects": list(prediction.objects.values()), "score": prediction.score,
+                                        "defects": [reason for _, reason in prediction.defects]})
 
 
 @dataclass(frozen=True)
