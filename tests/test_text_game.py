@@ -205,7 +205,7 @@ def make_mirror(root, rows_path):
         (rules / path.name).write_bytes(path.read_bytes())
 
 
-def test_download_command_checks_what_it_fetched(tmp_path, monkeypatch):
+def test_download_command_checks_what_it_fetched(tmp_path, monkeypatch, capsys):
     from rlvr_envs.cli import main
 
     make_mirror(tmp_path / "mirror", shared_data_or_skip("bytesized32", "test_sample.jsonl"))
@@ -218,8 +218,9 @@ def test_download_command_checks_what_it_fetched(tmp_path, monkeypatch):
 
     monkeypatch.setitem(bytesized32.EXPECTED_ROWS, "test", 2954)  # the real count: a short file is refused
     (tmp_path / "data" / "bytesized32" / "test.zip").unlink()
-    with pytest.raises(SystemExit, match="7 transitions, expected 2954"):
-        main(argv)
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "7 transitions, expected 2954" in err[0] and "retry the download" in err[0]
     assert not (tmp_path / "data" / "bytesized32" / "test.zip").exists()
 
 

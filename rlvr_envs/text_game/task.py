@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rlvr_envs.core.errors import DataError
 from rlvr_envs.core.task import TextTask
 from rlvr_envs.core.types import RewardResult, Transition
 from rlvr_envs.core.util import as_tuple, split_stream
@@ -185,13 +186,17 @@ class ByteSized32Task(TextGameTask):
 
     @staticmethod
     def availability(data_dir: str | None = None) -> tuple[bool, str]:
+        """(True, ...) only when the test split and the rules are loadable, not merely present
+        (see `bytesized32.check_file`)."""
+        root = bytesized32.data_root(data_dir)
         try:
-            bytesized32.split_file(data_dir, "test")
+            count = bytesized32.check_file(bytesized32.split_file(data_dir, "test"))
             bytesized32.load_rules(data_dir)
-        except (FileNotFoundError, ValueError):
-            where = bytesized32.data_root(data_dir) / "bytesized32"
-            return False, f"run `rlvr-world data bytesized32` (nothing usable in {where})"
-        return True, "data found"
+        except FileNotFoundError:
+            return False, f"run `{bytesized32.get_command(root)}` (nothing usable in {root / 'bytesized32'})"
+        except DataError as exc:
+            return False, f"unusable data: {exc}; rerun `{bytesized32.get_command(root)}`"
+        return True, f"data found ({count} test transitions)"
 
 
 # -- MiniTextWorld: the embedded default of the language side ----------------------------
