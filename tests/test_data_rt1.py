@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import re
+import struct
 
 import numpy as np
 import pytest
 
+from rlvr_envs.core.errors import DataError
 from rlvr_envs.video import rt1
 from rlvr_envs.video.frames import FrameWindowDataset, WindowSpec
 from rlvr_envs.video.rt1 import ACTION_DIM, ACTION_NAMES, RT1FormatError, ShardFramingError
@@ -197,7 +200,8 @@ def test_corrupt_record_raises_or_is_skipped_counted_and_reported(shards, tmp_pa
         (lambda n, d: d.update({"steps/action/rotation_delta": (np.full(9, np.nan, np.float32), "float")}),
          r"non-finite action at step 0, dim rotation_delta\[0\]"),
         (lambda n, d: d["steps/observation/image"][0].pop(), r"has 2 images for 3 steps"),
-        (lambda n, d: d.pop("steps/action/gripper_closedness_action"), r"missing key 'steps/action/gripper"),
+        (lambda n, d: d.pop("steps/action/gripper_closedness_action"),
+         r"missing key\(s\) \['steps/action/gripper_closedness_action'\]"),
         (lambda n, d: d.update({"steps/observation/image": ([_png(np.zeros((8, 8, 3), np.uint8))] * 3, "byte")}),
          r"step 0: image shape \(8, 8, 3\)"),
         (lambda n, d: d.update({"steps/observation/image": ([b"not an image"] * 3, "byte")}),
@@ -237,14 +241,172 @@ def test_npz_loader_rejects_mismatched_lengths(tmp_path):
         rt1.load_npz_episode(path)
 
 
-def test_cli_functions_convert_and_report(shards, tmp_path, capsys):
+def test_cli_converts_by_default_and_accepts_convert_for_compatibility(shards, tmp_path, capsys):
+    from rlvr_envs.cli import main
+
     src, _ = shards
-    parser = argparse.ArgumentParser()
-    rt1.add_data_arguments(parser)
-    args = parser.parse_args(["--convert", "--src", str(src), "--out", str(tmp_path / "npz"), "--no-progress"])
-    assert rt1.run_data_command(args) == 0
+    assert main(["data", "rt1", "--src", str(src), "--out", str(tmp_path / "npz"), "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "episodes seen" in printed and "train" in printed
-    bad = parser.parse_args(["--convert", "--src", str(tmp_path / "missing"), "--out", str(tmp_path / "o")])
-    assert rt1.run_data_command(bad) == 2
-    assert "no RLDS TFRecord shards" in capsys.readouterr().out
+    assert len(rt1.RT1NpzDataset(tmp_path / "npz", "train")) == 4
+    assert main(["data", "rt1", "--convert", "--src", str(src), "--out", str(tmp_path / "npz"), "--no-progress"]) == 0
+    assert re.search(r"npz kept from earlier run +5\n", capsys.readouterr().out)
+    assert main(["data", "rt1", "--src", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no RLDS TFRecord shards" in err
+
+
+def test_cli_functions_report_each_skip_location_once(tmp_path, capsys):
+    episodes = [make_episode(seed) for seed in range(3)]
+    path = write_shard(tmp_path / "s.tfrecord-00000-of-00001", episodes, mutate=lambda n, d: d.update(
+        {"steps/action/world_vector": (np.full(9, np.nan, np.float32), "float")}) if n != 1 else None)
+    parser = argparse.ArgumentParser()
+    rt1.add_data_arguments(parser)
+    args = parser.parse_args(["--src", str(path), "--out", str(tmp_path / "npz"), "--on-error", "skip",
+                              "--no-progress"])
+    assert rt1.run_data_command(args) == 0
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("skipped /")]
+    assert len(lines) == 2
+    for line, episode in zip(lines, (0, 2)):
+        assert line.count(str(path)) == 1 and line.count(": record ") == 1
+        assert f"(episode {episode}): non-finite action at step 0" in line
+
+
+def test_truncated_manifest_names_file_and_line(shards, tmp_path):
+    src, _ = shards
+    out = tmp_path / "npz"
+    rt1.convert_rlds_to_npz(src, out, progress=False)
+    manifest = out / "manifest.json"
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]  # written through a temporary file
+    manifest.write_text(manifest.read_text()[:150])
+    with pytest.raises(DataError, match=r"manifest.json: the RT-1 conversion manifest is not valid JSON at "
+                                        r"line 1 column \d+ .*delete it to re-check"):
+        rt1.convert_rlds_to_npz(src, out, progress=False)
+    manifest.write_text(json.dumps({"format": rt1.MANIFEST_FORMAT, "shards": {"a.tfrecord": {"episodes": "3"}}}))
+    with pytest.raises(RT1FormatError, match=r"manifest.json: entry for shard 'a.tfrecord': field 'signature'"):
+        rt1.convert_rlds_to_npz(src, out, progress=False)
+    manifest.unlink()  # the remedy: everything is re-checked, the npz files are kept
+    report = rt1.convert_rlds_to_npz(src, out, progress=False)
+    assert (report.written, report.reused, report.redone) == (0, 5, [])
+
+
+def test_record_length_past_the_end_of_the_file_is_refused_before_allocating(tmp_path):
+    from tfrecord.writer import TFRecordWriter
+
+    path = write_shard(tmp_path / "s.tfrecord-00000-of-00001", [make_episode(0)])
+    length = struct.pack("<Q", 2**40)
+    path.write_bytes(path.read_bytes() + length + TFRecordWriter.masked_crc(length) + b"\0" * 64)
+    with pytest.raises(ShardFramingError, match=r"s.tfrecord-00000-of-00001: record 1: truncated: the header claims "
+                                                r"1099511627776 payload bytes, only 60 are left"):
+        list(rt1.iter_rlds_episodes(path))
+
+
+def test_corrupt_or_stale_npz_from_an_earlier_run_is_checked_and_redone(shards, tmp_path):
+    src, episodes = shards
+    out = tmp_path / "npz"
+    rt1.convert_rlds_to_npz(src, out, progress=False)
+    # (a) truncated file of a finished shard: its size no longer matches the manifest
+    truncated = out / "train" / "episode_000002.npz"
+    truncated.write_bytes(truncated.read_bytes()[:1000])
+    report = rt1.convert_rlds_to_npz(src, out, progress=False)
+    assert [item["episode"] for item in report.redone] == [2] and report.written == 1
+    assert "episode_000002.npz" in report.redone[0]["file"] and report.redone[0]["reason"]
+    np.testing.assert_array_equal(rt1.load_npz_episode(truncated).image, episodes[2][0])
+    # (b) a flipped byte (same size): caught by the zip CRC once the shard is redone
+    flipped = out / "train" / "episode_000004.npz"
+    data = bytearray(flipped.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    flipped.write_bytes(bytes(data))
+    with pytest.raises(RT1FormatError, match=r"episode_000004.npz: array 'image' is unreadable .*CRC"):
+        rt1.load_npz_episode(flipped)
+    # (c) a whole but foreign file: another episode's arrays under this name
+    foreign = out / "train" / "episode_000003.npz"
+    foreign.write_bytes((out / "train" / "episode_000001.npz").read_bytes())
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["shards"]["fractal20220817_data-train.tfrecord-00001-of-00002"]["complete"] = False
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    report = rt1.convert_rlds_to_npz(src, out, progress=False)
+    reasons = {item["episode"]: item["reason"] for item in report.redone}
+    assert sorted(reasons) == [3, 4] and "CRC" in reasons[4] and "differ from the record's" in reasons[3]
+    for index in (3, 4):
+        np.testing.assert_array_equal(rt1.load_npz_episode(out / "train" / f"episode_{index:06d}.npz").image,
+                                      episodes[index][0])
+
+
+def test_episode_file_names_need_ascii_digits(shards, tmp_path):
+    src, _ = shards
+    out = tmp_path / "npz"
+    rt1.convert_rlds_to_npz(src, out, progress=False)
+    odd = out / "train" / "episode_\u00b2.npz"
+    odd.write_bytes((out / "train" / "episode_000001.npz").read_bytes())
+    assert rt1.load_npz_episode(odd).index == -1  # no number: loads, does not crash on int('\u00b2')
+    with pytest.raises(RT1FormatError, match="episode_\u00b2.npz: not an episode file name"):
+        rt1.RT1NpzDataset(out, "train")
+
+
+def _other_dataset_shard(path, episodes=2, steps=2):
+    """A shard laid out like another Open X-Embodiment dataset (bridge-style keys)."""
+    from tfrecord import TFRecordWriter
+
+    writer = TFRecordWriter(str(path))
+    frame = _png(np.zeros((8, 8, 3), np.uint8))
+    for _ in range(episodes):
+        writer.write({
+            "episode_metadata/file_path": ([b"/data/bridge/0.npy"], "byte"),
+            "episode_metadata/has_language": ([1], "int"),
+            "steps/action": (np.zeros(7 * steps, np.float32), "float"),
+            "steps/is_first": ([1] + [0] * (steps - 1), "int"),
+            "steps/is_last": ([0] * (steps - 1) + [1], "int"),
+            "steps/language_instruction": ([b"put the spoon in the pot"] * steps, "byte"),
+            "steps/observation/image_0": ([frame] * steps, "byte"),
+            "steps/observation/image_1": ([frame] * steps, "byte"),
+            "steps/observation/state": (np.zeros(7 * steps, np.float32), "float"),
+        })
+    writer.close()
+    return path
+
+
+def test_a_shard_of_another_dataset_fails_and_says_which_keys_it_has(tmp_path, capsys):
+    from rlvr_envs.cli import main
+
+    src = tmp_path / "bridge"
+    src.mkdir()
+    _other_dataset_shard(src / "bridge_dataset-train.tfrecord-00000-of-00001")
+    with pytest.raises(RT1FormatError) as caught:
+        rt1.convert_rlds_to_npz(src, tmp_path / "npz", on_error="skip", progress=False)
+    message = str(caught.value)
+    assert message.startswith("nothing was converted: all 2 episodes in 1 shard(s) were skipped; the first, ")
+    assert message.count("bridge_dataset-train.tfrecord-00000-of-00001") == 1
+    assert "bridge_dataset-train.tfrecord-00000-of-00001: record 0 (episode 0): missing key(s) " in message
+    assert "'steps/observation/image'" in message and "'steps/action/world_vector'" in message
+    assert "found 9 keys: steps/observation/{image_0, image_1, state}; steps/{action, is_first" in message
+    assert "episode_metadata/{file_path, has_language}" in message
+
+    status = main(["data", "rt1", "--src", str(src), "--out", str(tmp_path / "npz2"), "--on-error", "skip",
+                   "--no-progress"])
+    captured = capsys.readouterr()
+    assert status == 1
+    assert len(captured.err.strip().splitlines()) == 1 and "nothing was converted" in captured.err
+    assert "steps/observation/{image_0" in captured.err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "x.tfrecord-00000-of-00001").write_bytes(b"")
+    with pytest.raises(RT1FormatError, match="no episodes in the shard.s.; nothing was converted"):
+        rt1.convert_rlds_to_npz(empty, tmp_path / "npz3", progress=False)
+
+
+def test_key_listing_keeps_the_informative_keys_when_truncating():
+    keys = [f"episode_metadata/field_{i:02d}" for i in range(60)] + ["steps/observation/rgb", "steps/action"]
+    text = rt1.describe_keys(keys, limit=5)
+    assert text.startswith("steps/observation/{rgb}; steps/{action}; episode_metadata/{field_00, field_01, "
+                           "field_02, +57 more}")
+    assert text.endswith("+57 more keys")
+
+
+def test_a_conversion_into_a_folder_in_use_is_refused(shards, tmp_path):
+    from rlvr_envs.video._files import OutputInUse, OutputLock
+
+    src, _ = shards
+    with OutputLock(tmp_path / "npz", "another conversion"):
+        with pytest.raises(OutputInUse, match="being written by another run"):
+            rt1.convert_rlds_to_npz(src, tmp_path / "npz", progress=False)
