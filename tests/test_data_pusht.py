@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+from rlvr_envs.core.errors import DataError
 from rlvr_envs.video import pusht
 from rlvr_envs.video.frames import FrameWindowDataset, WindowSpec
 from rlvr_envs.video.pusht import PushTGenerationConfig
@@ -161,3 +162,63 @@ def test_cli_functions(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "success" in printed and "final cov" in printed and "1 episodes generated" in printed
     assert len(pusht.PushTEpisodeDataset(tmp_path)) == 1
+
+
+def _small_dataset(tmp_path, episodes=2):
+    config = PushTGenerationConfig(episodes=episodes, resolution=16, seed=0, max_steps=4)
+    pusht.generate_dataset(config, tmp_path, progress=False)
+    return config
+
+
+def test_truncated_config_json_names_the_file_and_line(tmp_path):
+    config = _small_dataset(tmp_path)
+    path = tmp_path / "config.json"
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # written through a temporary file
+    path.write_text(path.read_text()[:60])
+    for attempt in (lambda: pusht.PushTEpisodeDataset(tmp_path), lambda: pusht.generate_dataset(config, tmp_path)):
+        with pytest.raises(DataError, match=r"config.json: the PushT config is not valid JSON at line \d+ column \d+"
+                                            r".*delete it to start over"):
+            attempt()
+    path.write_text(json.dumps({"format": pusht.FORMAT_NAME, "version": pusht.FORMAT_VERSION,
+                                "config": {"episodes": 2, "teleport": True}}))
+    with pytest.raises(DataError, match=r"config.json: field 'config' is not a PushT generation config"):
+        pusht.PushTEpisodeDataset(tmp_path)
+
+
+def test_resume_redoes_corrupt_and_foreign_episode_files(tmp_path):
+    config = _small_dataset(tmp_path, episodes=3)
+    first = pusht.load_episode(tmp_path / "episodes" / "episode_000000.npz")
+    truncated = tmp_path / "episodes" / "episode_000001.npz"
+    truncated.write_bytes(truncated.read_bytes()[:300])
+    # a whole file from a run with another seed, left behind after its config.json was deleted
+    other = tmp_path / "other"
+    pusht.generate_dataset(PushTGenerationConfig(episodes=3, resolution=16, seed=7, max_steps=4), other,
+                           progress=False)
+    (tmp_path / "episodes" / "episode_000002.npz").write_bytes((other / "episodes" / "episode_000002.npz").read_bytes())
+    summary = pusht.generate_dataset(config, tmp_path, progress=False)
+    reasons = {item["episode"]: item["reason"] for item in summary["redone"]}
+    assert summary["generated_now"] == 2 and sorted(reasons) == [1, 2]
+    assert "episode_000001.npz" in reasons[1] and "policy/noise/seed" in reasons[2]
+    data = pusht.PushTEpisodeDataset(tmp_path)
+    _assert_same(data[0], first)
+    assert [pusht.plan_mismatch(e, config) for e in data] == [None, None, None]
+
+
+def test_bad_episode_files_raise_data_errors_naming_the_file(tmp_path):
+    _small_dataset(tmp_path)
+    episodes = tmp_path / "episodes"
+    path = episodes / "episode_000001.npz"
+    arrays = dict(np.load(path))
+    np.savez_compressed(path, **{**arrays, "index": np.array([1, 2])})
+    with pytest.raises(DataError, match=r"episode_000001.npz: array 'index' has shape \(2,\), expected a scalar"):
+        pusht.load_episode(path)
+    np.savez_compressed(path, **{**arrays, "index": np.int64(5)})
+    with pytest.raises(DataError, match=r"episode_000001.npz: holds episode 5, but its name says episode 1"):
+        pusht.load_episode(path)
+    path.write_bytes(b"PK\x03\x04 broken")
+    data = pusht.PushTEpisodeDataset(tmp_path)
+    with pytest.raises(DataError, match=r"episode_000001.npz: not a readable PushT episode npz"):
+        FrameWindowDataset(data, WindowSpec.single_step(history=2))  # reads the episode lengths
+    (episodes / "episode_\u00b2.npz").write_bytes((episodes / "episode_000000.npz").read_bytes())
+    with pytest.raises(DataError, match="episode_\u00b2.npz: not an episode file name"):
+        pusht.PushTEpisodeDataset(tmp_path)
