@@ -24,7 +24,7 @@ One step is ByteSized32's: the action's effect (`action_state`), then the world 
 plays a random-but-sensible playthrough (mostly the game's reactive plan, sometimes a
 random action) and returns the step at an `index`-determined point of it, with an action
 that is the plan's or, more often, a random one (looking around, or an attempt the rules
-refuse), so 43-48 % of transitions change the state (ByteSized32's test set: 41 %). It
+refuse), so 41-50 % of transitions change the state (ByteSized32's test set: 41 %). It
 is a pure function of its arguments. The rules text keeps ByteSized32's three kinds
 (object, action, score) but is terse, so that prompts fit a small model on a CPU.
 
