@@ -175,3 +175,43 @@ def test_deformable_round_trip_and_errors(tmp_path):
     torch.save(actions[:, :3], root / "actions.pth")
     with pytest.raises(DinoWMFormatError, match=r"actions.pth: shape \(2, 3, 4\) does not match states"):
         dino_wm.DinoWMDeformableDataset(root)
+
+
+def test_seq_lengths_refuses_expanding_or_oversized_pickles_before_allocating(tmp_path):
+    import struct
+    import tracemalloc
+
+    path = tmp_path / "seq_lengths.pkl"
+    nested = [0] * 10
+    for _ in range(6):
+        nested = [nested] * 10  # shared references: 10**7 integers once expanded
+    path.write_bytes(pickle.dumps(nested, protocol=2))
+    assert path.stat().st_size < 200
+    tracemalloc.start()
+    with pytest.raises(DinoWMFormatError, match=r"seq_lengths.pkl: expected a flat list of integers, item 0 is a list"):
+        dino_wm.load_seq_lengths(path)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 10 * 2**20  # the expansion would take hundreds of MB
+
+    claim = struct.pack("<Q", 2**40)  # BINBYTES8 claiming a terabyte (a bare MemoryError when unpickled)
+    path.write_bytes(b"\x80\x04\x8e" + claim + b"abc.")
+    with pytest.raises(DinoWMFormatError, match=r"seq_lengths.pkl: not a plain list of episode lengths \(byte 2: "
+                                                r"ValueError: expected 1099511627776 bytes"):
+        dino_wm.load_seq_lengths(path)
+    path.write_bytes(pickle.dumps([]))
+    with pytest.raises(DinoWMFormatError, match="seq_lengths.pkl: lists no episodes"):
+        dino_wm.load_seq_lengths(path)
+    path.write_bytes(pickle.dumps([3, True]))
+    with pytest.raises(DinoWMFormatError, match="item 1 is a bool"):
+        dino_wm.load_seq_lengths(path)
+    with open(path, "wb") as handle:
+        handle.truncate(dino_wm.SEQ_LENGTHS_MAX_BYTES + 1)
+    with pytest.raises(DinoWMFormatError, match=r"seq_lengths.pkl: \d+ bytes, more than a list of episode lengths"):
+        dino_wm.load_seq_lengths(path)
+
+
+def test_format_errors_are_data_errors():
+    from rlvr_envs.core.errors import DataError
+
+    assert issubclass(DinoWMFormatError, DataError)

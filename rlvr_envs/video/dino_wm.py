@@ -18,9 +18,14 @@ Safety: every `.pth` goes through `torch.load(weights_only=True)`, which rebuild
 and plain containers only. `seq_lengths.pkl` is a pickle, so it is read with
 `RestrictedUnpickler`, which admits exactly: list, tuple, int, numpy integer arrays and
 numpy integer scalars (the classes numpy needs to rebuild them). Anything else, including
-any callable a hostile pickle could name, is refused before it runs.
+any callable a hostile pickle could name, is refused before it runs. Nothing in it may
+make the reader allocate more than the file holds: the file is at most
+`SEQ_LENGTHS_MAX_BYTES`, every opcode's declared length is checked against the bytes left
+before unpickling (a 20-byte pickle can claim a 1 TB string), and the unpickled value
+must be a flat list or tuple of integers or a 1-d integer array before it is turned into
+an array (a 167-byte pickle of lists that share references expands to 10**7 integers).
 
-Bad input: lengths that disagree across files (episode count, per-episode length vs
+All errors are `DinoWMFormatError` (a `DataError`) or `FileNotFoundError`. Bad input: lengths that disagree across files (episode count, per-episode length vs
 video frames), a truncated or unreadable video, non-finite actions raise
 `DinoWMFormatError` naming the file and episode; `on_error="skip"` in the episode
 iterators skips such an episode instead and counts it in `skipped`.
@@ -31,19 +36,23 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import pickletools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 import numpy as np
 
+from rlvr_envs.core.errors import DataError
+
 PUSHT_STATE_DIM = 5
 PUSHT_ACTION_DIM = 2
 DEFORMABLE_ACTION_DIM = 4
 PUSHT_ACTION_FILES = {"abs": "abs_actions.pth", "rel": "rel_actions.pth"}
+SEQ_LENGTHS_MAX_BYTES = 64 * 2**20  # DINO-WM PushT's file is a few kB; 64 MiB is millions of episodes
 
 
-class DinoWMFormatError(ValueError):
+class DinoWMFormatError(DataError):
     """A DINO-WM file that does not match the documented layout; the message names where."""
 
 
@@ -68,18 +77,46 @@ class RestrictedUnpickler(pickle.Unpickler):
 def load_seq_lengths(path: str | os.PathLike) -> np.ndarray:
     """Episode lengths from `seq_lengths.pkl` as int64 [N], via `RestrictedUnpickler`."""
     path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} not found (DINO-WM datasets: https://osf.io/bmw48/)")
+    size = path.stat().st_size
+    if size > SEQ_LENGTHS_MAX_BYTES:
+        raise DinoWMFormatError(f"{path}: {size} bytes, more than a list of episode lengths needs "
+                                f"(limit {SEQ_LENGTHS_MAX_BYTES})")
+    data = path.read_bytes()
+    stream, position = io.BytesIO(data), 0
     try:
-        with open(path, "rb") as handle:
-            raw = RestrictedUnpickler(io.BytesIO(handle.read())).load()
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError) as error:
-        raise DinoWMFormatError(f"{path}: not a plain list of episode lengths ({error})") from error
-    values = np.asarray(raw)
-    if values.dtype == object or values.ndim != 1 or not np.issubdtype(values.dtype, np.integer):
-        raise DinoWMFormatError(f"{path}: expected a flat list of integers, got {type(raw).__name__} "
-                                f"with dtype {values.dtype} and shape {values.shape}")
+        for _ in pickletools.genops(stream):  # every declared length against the bytes left
+            position = stream.tell()  # where the next opcode starts
+        raw = RestrictedUnpickler(io.BytesIO(data)).load()
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, MemoryError) as error:
+        raise DinoWMFormatError(f"{path}: not a plain list of episode lengths (byte {position}: "
+                                f"{type(error).__name__}: {error})") from error
+    values = _flat_integers(raw, path)
+    if values.size == 0:
+        raise DinoWMFormatError(f"{path}: lists no episodes")
     if (values < 1).any():
         raise DinoWMFormatError(f"{path}: episode {int(np.argmax(values < 1))} has length {values.min()}")
     return values.astype(np.int64)
+
+
+def _flat_integers(raw: Any, path: Path) -> np.ndarray:
+    """`raw` as a 1-d integer array, refusing anything else by its type and shape alone (no expansion)."""
+    if isinstance(raw, np.ndarray):
+        if raw.dtype == object or raw.ndim != 1 or not np.issubdtype(raw.dtype, np.integer):
+            raise DinoWMFormatError(f"{path}: expected a flat list of integers, got an array with dtype {raw.dtype} "
+                                    f"and shape {raw.shape}")
+        return raw
+    if not isinstance(raw, (list, tuple)):
+        raise DinoWMFormatError(f"{path}: expected a flat list of integers, got {type(raw).__name__}")
+    for position, item in enumerate(raw):
+        if isinstance(item, bool) or not isinstance(item, (int, np.integer)):
+            raise DinoWMFormatError(f"{path}: expected a flat list of integers, item {position} is a "
+                                    f"{type(item).__name__}")
+    try:
+        return np.array(raw, dtype=np.int64)
+    except OverflowError as error:
+        raise DinoWMFormatError(f"{path}: an episode length does not fit in int64 ({error})") from error
 
 
 def load_tensor(path: str | os.PathLike):
