@@ -130,3 +130,37 @@ def test_action_bins_validation():
         bins.encode(np.array([[np.nan, 0.0]]))
     with pytest.raises(ValueError, match=r"\[0, 256\)"):
         bins.decode(np.array([[256, 0]]))
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ('{"values": [[-1, 1], [0, 2]', r"ranges.json: the action ranges file is not valid JSON at line 1 column \d+"),
+        ('{"values": [[-1, 1], [0, "2"]]}', r"ranges.json: 'values' row 1 is \[0, '2'\], expected \[min, max\] numbers"),
+        ('{"values": [[-1, 1], [2, 0]]}', r"ranges.json: dimension 1: high 0.0 < low 2.0"),
+        ('{"values": [[-1, 1], [0, NaN]]}', r"ranges.json: dimension 1: range \[0.0, nan\] is not finite"),
+        ('{"values": [[-1, 1]], "names": ["a", "b"]}', r"ranges.json: 2 names for 1 dimensions"),
+        ('[[-1, 1]]', r"ranges.json: expected an object with a non-empty 'values' list"),
+    ],
+)
+def test_a_broken_ranges_file_names_the_file_and_row(tmp_path, text, message):
+    from rlvr_envs.core.errors import DataError
+
+    path = tmp_path / "ranges.json"
+    path.write_text(text)
+    with pytest.raises(DataError, match=message):
+        ActionBins.from_ranges_file(path)
+
+
+def test_windows_name_the_episode_file_when_it_holds_less_than_counted():
+    from rlvr_envs.core.errors import DataError
+
+    source = Episodes(frame_counts=[6], action_counts=[5])
+    source.paths = ["/data/episode_000000.npz"]
+    windows = FrameWindowDataset(source, WindowSpec.single_step(history=2), lengths=[(8, 7)])  # stale lengths
+    windows[3]  # frames 3..5 exist
+    with pytest.raises(DataError, match=r"/data/episode_000000.npz \(episode 0\): holds 6 frames and 5 actions"):
+        windows[5]
+    source.episodes[0] = (np.zeros((6, 4, 4)), np.zeros((5, 2)))
+    with pytest.raises(DataError, match=r"episode_000000.npz \(episode 0\): frames shaped \(6, 4, 4\)"):
+        FrameWindowDataset(source, WindowSpec.single_step(history=2))

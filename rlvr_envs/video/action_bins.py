@@ -14,13 +14,13 @@ input encodes to bin 0 and decodes to that value.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
+
+from rlvr_envs.core.errors import DataError
 
 DEFAULT_NUM_BINS = 256
 
@@ -42,8 +42,10 @@ class ActionBins:
     def validate(self) -> "ActionBins":
         if self.low.shape != self.high.shape or self.low.size == 0:
             raise ValueError(f"low/high must be equal-length non-empty vectors; got {self.low.shape}, {self.high.shape}")
-        if not (np.isfinite(self.low).all() and np.isfinite(self.high).all()):
-            raise ValueError("action ranges must be finite")
+        finite = np.isfinite(self.low) & np.isfinite(self.high)
+        if not finite.all():
+            dim = int(np.argmin(finite))
+            raise ValueError(f"dimension {dim}: range [{self.low[dim]}, {self.high[dim]}] is not finite")
         if (self.high < self.low).any():
             dim = int(np.argmax(self.high < self.low))
             raise ValueError(f"dimension {dim}: high {self.high[dim]} < low {self.low[dim]}")
@@ -72,14 +74,30 @@ class ActionBins:
 
     @classmethod
     def from_ranges_file(cls, path: str | os.PathLike, num_bins: int = DEFAULT_NUM_BINS) -> "ActionBins":
-        """Ranges from a JSON file with "values": [[min, max], ...] (and optional row names)."""
+        """Ranges from a JSON file with "values": [[min, max], ...] (and optional row names).
+
+        A broken file raises `DataError` naming the file and the row or field at fault.
+        """
+        from rlvr_envs.video._files import read_json
+
+        if not 2 <= num_bins <= 65536:
+            raise ValueError(f"num_bins must be in [2, 65536]; got {num_bins}")
         path = Path(path)
-        data: dict[str, Any] = json.loads(path.read_text())
-        values = np.asarray(data.get("values"), dtype=np.float64)
-        if values.ndim != 2 or values.shape[1] != 2:
-            raise ValueError(f"{path}: 'values' must be [[min, max], ...]; got shape {values.shape}")
+        data = read_json(path, "the action ranges file")
+        if not isinstance(data, dict) or not isinstance(data.get("values"), list) or not data["values"]:
+            raise DataError(f"{path}: expected an object with a non-empty 'values' list of [min, max] rows")
+        for row, pair in enumerate(data["values"]):
+            if (not isinstance(pair, list) or len(pair) != 2
+                    or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in pair)):
+                raise DataError(f"{path}: 'values' row {row} is {pair!r}, expected [min, max] numbers")
+        values = np.asarray(data["values"], dtype=np.float64)
         names = data.get("row_names_inferred_alphabetical_tfds_key_order") or data.get("names")
-        return cls(values[:, 0], values[:, 1], num_bins, None if names is None else tuple(names))
+        if names is not None and not (isinstance(names, list) and all(isinstance(n, str) for n in names)):
+            raise DataError(f"{path}: row names must be a list of strings; got {names!r}")
+        try:
+            return cls(values[:, 0], values[:, 1], num_bins, None if names is None else tuple(names))
+        except ValueError as error:  # finite, ordered, one name per row: say which file
+            raise DataError(f"{path}: {error}") from error
 
     def encode(self, actions: np.ndarray) -> np.ndarray:
         """Bin ids int64 [..., D] of `actions` [..., D] (clipped to the range first)."""

@@ -28,6 +28,8 @@ from typing import Any, Iterator, Protocol
 
 import numpy as np
 
+from rlvr_envs.core.errors import DataError
+
 
 class EpisodeSource(Protocol):
     def __len__(self) -> int: ...
@@ -129,15 +131,22 @@ class FrameWindowDataset:
                  for start in spec.starts(num_frames, num_actions)]
         self._index = np.array(index, dtype=np.int64).reshape(-1, 2)
 
+    def _where(self, episode: int) -> str:
+        """The episode's file when the source lists them (`paths`), else the source type and position."""
+        paths = getattr(self.source, "paths", None)
+        if isinstance(paths, (list, tuple)) and 0 <= episode < len(paths):
+            return f"{paths[episode]} (episode {episode})"
+        return f"{type(self.source).__name__} episode {episode}"
+
     def _episode(self, episode: int) -> tuple[np.ndarray, np.ndarray]:
         if episode in self._cache:
             self._cache.move_to_end(episode)
             return self._cache[episode]
         frames, actions = frames_and_actions(self.source[episode])
         if frames.ndim != 4 or frames.shape[-1] != 3:
-            raise ValueError(f"episode {episode}: frames shaped {frames.shape}, expected [F, H, W, 3]")
+            raise DataError(f"{self._where(episode)}: frames shaped {frames.shape}, expected [F, H, W, 3]")
         if actions.ndim != 2:
-            raise ValueError(f"episode {episode}: actions shaped {actions.shape}, expected [count, dim]")
+            raise DataError(f"{self._where(episode)}: actions shaped {actions.shape}, expected [count, dim]")
         self._cache[episode] = (frames, actions)
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -151,6 +160,10 @@ class FrameWindowDataset:
         frames, actions = self._episode(episode)
         spec = self.spec
         middle = start + spec.history
+        if middle + spec.future > frames.shape[0] or start + spec.actions > actions.shape[0]:
+            raise DataError(f"{self._where(episode)}: holds {frames.shape[0]} frames and {actions.shape[0]} actions, "
+                            f"fewer than its recorded length promised for the window at frame {start} "
+                            "(the file changed after the windows were counted?)")
         return FrameWindow(
             history=frames[start:middle],
             future=frames[middle : middle + spec.future],
