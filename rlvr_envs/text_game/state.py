@@ -46,8 +46,9 @@ Deliberate differences from the reference evaluation (documented in README):
   * objects the action *creates* are added when the state is rebuilt (the reference drops
     them, so 51 official test rows could never score 1);
   * an unexpected property key costs one wrong field instead of zeroing the reward;
-  * a missing key is a wrong field or an incomplete answer (above), never filled in from
-    the current state, and an unknown removal is a wrong field, never ignored.
+  * nothing is filled in or ignored: the reference takes an empty `score` from the current
+    state, reads a missing `contains` as empty and skips unknown removals, so a constant
+    empty answer earned credit there; here they are an incomplete answer (0) or wrong fields.
 """
 
 from __future__ import annotations
