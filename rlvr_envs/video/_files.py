@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import math
 import os
 import re
 import secrets
@@ -207,32 +208,52 @@ class OutputLock:
         self.release()
 
 
-NPZ_ERRORS = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
+NPZ_ERRORS = (OSError, ValueError, EOFError, KeyError, zipfile.BadZipFile, zlib.error, MemoryError)
+_DEFLATE_MAX_RATIO = 1100  # deflate cannot expand data more than ~1032x
+
+
+def _declared_size_problem(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> str | None:
+    """Why the npy header of a member claims more data than the member can hold (checked before any allocation)."""
+    with archive.open(info) as handle:
+        version = np.lib.format.read_magic(handle)
+        reader = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, _fortran, dtype = reader(handle)
+    declared = math.prod(shape) * dtype.itemsize
+    if declared > info.file_size:
+        return f"its header claims shape {shape} {dtype} ({declared} bytes) but the member holds {info.file_size} bytes"
+    if info.compress_type != zipfile.ZIP_STORED and info.file_size > _DEFLATE_MAX_RATIO * info.compress_size + 4096:
+        return (f"it claims {info.file_size} bytes uncompressed from {info.compress_size} compressed, more than "
+                "deflate can produce")
+    return None
 
 
 def read_npz(path: str | os.PathLike, keys: Sequence[str], what: str) -> dict[str, np.ndarray]:
-    """The arrays `keys` of an npz file (`allow_pickle=False`), each read in full.
+    """The arrays `keys` of an npz file (no pickles), each read in full.
 
-    Reading a whole member checks its zip CRC, so a truncated or bit-flipped file fails
-    here: `DataError` naming the file and the array (the record) that could not be read,
-    or the arrays that are missing next to the ones found.
+    Each array's declared shape is checked against the bytes its zip member holds before
+    anything is allocated, and reading a whole member checks its zip CRC, so a truncated,
+    bit-flipped or lying file fails here: `DataError` naming the file and the array (the
+    record) that could not be read, or the arrays that are missing next to the ones found.
     """
     path = Path(path)
     try:
-        archive = np.load(path, allow_pickle=False)
+        archive = zipfile.ZipFile(path)
     except NPZ_ERRORS as error:
         raise DataError(f"{path}: not a readable {what} npz file ({type(error).__name__}: {error})") from error
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise DataError(f"{path}: a single .npy array, expected a {what} npz archive")
     with archive:
-        missing = [key for key in keys if key not in archive.files]
+        members = {info.filename[:-4]: info for info in archive.infolist() if info.filename.endswith(".npy")}
+        missing = [key for key in keys if key not in members]
         if missing:
-            raise DataError(f"{path}: {what} npz lacks array(s) {missing}; found {sorted(archive.files)}")
+            raise DataError(f"{path}: {what} npz lacks array(s) {missing}; found {sorted(members)}")
         arrays = {}
         for key in keys:
             try:
-                arrays[key] = archive[key]
+                problem = _declared_size_problem(archive, members[key])
+                if problem is None:
+                    with archive.open(members[key]) as handle:
+                        arrays[key] = np.lib.format.read_array(handle, allow_pickle=False)
             except NPZ_ERRORS as error:
-                raise DataError(f"{path}: array {key!r} is unreadable ({type(error).__name__}: {error}); "
-                                "the file is corrupt") from error
+                problem = f"{type(error).__name__}: {error}"
+            if problem is not None:
+                raise DataError(f"{path}: array {key!r} is unreadable ({problem}); the file is corrupt")
     return arrays
