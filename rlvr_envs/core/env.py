@@ -58,11 +58,12 @@ class NextStatePredictionEnv(gym.Env):
     * v0: initial release.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 1}
+    metadata = {"render_modes": ["ansi", "rgb_array"], "render_fps": 1}
 
     def __init__(self, task: Task, mode: str = "sequence", render_mode: str | None = None):
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        modes = ["ansi", "rgb_array"] if hasattr(task, "render_frames") else ["ansi"]
+        if render_mode is not None and render_mode not in modes:
+            raise ValueError(f"render_mode must be one of {modes} for {type(task).__name__}, got {render_mode!r}")
         self.task = task
         self.mode = check_mode(mode)
         self.render_mode = render_mode
@@ -103,6 +104,8 @@ class NextStatePredictionEnv(gym.Env):
         return self._obs(), float(result.reward), True, False, self._last_info
 
     def render(self):
+        if self.render_mode == "rgb_array" and self._episode is not None:
+            return self.task.render_frames(self._episode.index, self._episode.response)
         if self.render_mode == "ansi" and self._episode is not None:
             text = self.task.render_text(self._episode.index, self._episode.response)
             if self._episode.done and "metrics" in self._last_info:

@@ -37,6 +37,10 @@ class Task(abc.ABC):
     #: True when random tokens can never form a valid answer (text formats); False where
     #: any token sequence decodes to some prediction (e.g. video frame codes)
     random_responses_score_minimum: bool = True
+    #: True when the gold response scores `max_reward` exactly; False where a lossy codec
+    #: stands between tokens and the prediction (video: the gold codes score at least as well
+    #: as perturbed or random responses, and results report that ceiling)
+    gold_reaches_max: bool = True
 
     vocab_size: int
     eos_token_id: int

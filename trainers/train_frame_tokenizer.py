@@ -1,0 +1,169 @@
+"""Train the visual frame tokenizer (FSQ codes per frame) on recorded video episodes.
+
+Not to be confused with `trainers.tokenizer` / `trainers.miniweb_tokenizer`, which build
+the text BPE vocabularies. This one learns `rlvr_envs.video.frame_tokenizer.FrameTokenizer`
+by reconstruction: L1 weighted towards the pixels that differ from the static background
+(plain L1 on mostly-background frames collapses the grid onto one code).
+
+    rlvr-world data pusht --episodes 300 --resolution 64 --out data/pusht64
+    python -m trainers.train_frame_tokenizer --data data/pusht64 --out runs/frame_tokenizer
+
+Every episode whose index is a multiple of `--test-every` is held out; the run ends with
+held-out PSNR / SSIM / MAE of the reconstructions and writes them into the model card.
+Checkpoints (`--out/checkpoint/`) let an interrupted run resume with `--resume`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+
+@dataclass
+class Args:
+    data: str = "data/pusht64"  #: folder of PushT episodes (`rlvr-world data pusht`)
+    out: str = "runs/frame_tokenizer"
+    steps: int = 6000
+    batch_size: int = 64
+    lr: float = 2e-3
+    foreground_weight: float = 10.0  #: extra loss weight of pixels that differ from the background
+    levels: str = "8,5,5,5"  #: FSQ levels (1,000 codes)
+    downsample: int = 8  #: 64x64 frames -> 8x8 codes
+    test_every: int = 10  #: episode index % test_every == 0 is held out
+    eval_frames: int = 2048
+    checkpoint_every: int = 500
+    seed: int = 0
+    threads: int = 2
+    resume: bool = False
+
+    def validate(self) -> "Args":
+        if self.steps < 1 or self.batch_size < 1 or self.test_every < 2:
+            raise ValueError("steps and batch_size must be positive and test_every at least 2")
+        return self
+
+
+def load_frames(data: str, test_every: int) -> tuple[np.ndarray, np.ndarray]:
+    """(train frames, held-out frames), uint8 [N, H, W, 3], split by episode index."""
+    from tqdm.auto import tqdm
+
+    from rlvr_envs.video.pusht import PushTEpisodeDataset
+
+    dataset = PushTEpisodeDataset(data)
+    train, test = [], []
+    for position in tqdm(range(len(dataset)), desc="loading episodes", unit="episode"):
+        episode = dataset[position]
+        (test if int(episode.index) % test_every == 0 else train).append(episode.frames)
+    if not train or not test:
+        raise SystemExit(f"{data}: need episodes on both sides of the split (got {len(train)} train, {len(test)} test)")
+    return np.concatenate(train), np.concatenate(test)
+
+
+@torch.no_grad()
+def evaluate(model, frames: np.ndarray) -> dict[str, float]:
+    """Reconstruction metrics of held-out frames (LPIPS only where its weights exist)."""
+    from rlvr_envs.video import metrics
+
+    codes = model.encode(frames)
+    decoded = model.decode(codes)
+    target = torch.as_tensor(frames).float() / 255.0
+    result = {"psnr": float(metrics.psnr(decoded, target).mean()), "ssim": float(metrics.ssim(decoded, target).mean()),
+              "mae": float(metrics.mae(decoded, target).mean()), "mse": float(metrics.mse(decoded, target).mean()),
+              "codes_used": int(np.unique(codes).size)}
+    try:
+        lpips = metrics.load_lpips("vgg", allow_download=False)
+        result["lpips"] = float(lpips(decoded, target).mean())
+    except metrics.LPIPSWeightsUnavailable:
+        result["lpips"] = None  # the real backbone weights are not on this machine
+    return result
+
+
+def main(args: Args) -> dict:
+    from tqdm.auto import tqdm
+
+    from rlvr_envs.video.frame_tokenizer import FrameTokenizer, FrameTokenizerConfig
+
+    args.validate()
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    rng = np.random.default_rng(args.seed)
+    train, test = load_frames(args.data, args.test_every)
+    test = test[rng.permutation(len(test))[: args.eval_frames]]
+    config = FrameTokenizerConfig(resolution=train.shape[1:3], downsample=args.downsample,
+                                  levels=tuple(int(v) for v in args.levels.split(",")))
+    model = FrameTokenizer(config)
+    sample = train[rng.choice(len(train), size=min(4096, len(train)), replace=False)]
+    background = torch.as_tensor(np.median(sample, axis=0)).permute(2, 0, 1).float() / 255.0
+    model.background.data.copy_(background)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=args.steps, pct_start=0.05)
+    out = Path(args.out)
+    checkpoint = out / "checkpoint"
+    start_step = 0
+    if args.resume and (checkpoint / "state.pt").exists():
+        model = FrameTokenizer.load(checkpoint)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
+        schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=args.steps,
+                                                       pct_start=0.05)
+        state = torch.load(checkpoint / "state.pt", weights_only=True)
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        start_step = int(state["step"])
+        rng = np.random.default_rng([args.seed, start_step])
+    out.mkdir(parents=True, exist_ok=True)
+    log = (out / "log.jsonl").open("a", encoding="utf-8")
+    model.train()
+    started = time.perf_counter()
+    bar = tqdm(range(start_step, args.steps), desc="frame tokenizer", unit="step", initial=start_step,
+               total=args.steps)
+    for step in bar:
+        batch = torch.as_tensor(train[rng.integers(len(train), size=args.batch_size)])
+        x = batch.permute(0, 3, 1, 2).float() / 255.0
+        weight = 1.0 + args.foreground_weight * ((x - background).abs().amax(dim=1, keepdim=True) > 0.1).float()
+        loss = ((model.reconstruct(x) - x).abs() * weight).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{loss.item():.4f}")
+            log.write(json.dumps({"step": step, "loss": loss.item(), "seconds": time.perf_counter() - started}) + "\n")
+            log.flush()
+        if (step + 1) % args.checkpoint_every == 0 and step + 1 < args.steps:
+            model.save(checkpoint)
+            torch.save({"optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(), "step": step + 1},
+                       checkpoint / "state.pt")
+    seconds = time.perf_counter() - started
+    model.eval()
+    held_out = evaluate(model, test)
+    card = {"what": "FrameTokenizer trained by reconstruction on PushT frames from `rlvr-world data pusht`",
+            "data": args.data, "train_frames": int(len(train)), "held_out_frames": int(len(test)),
+            "command": "python -m trainers.train_frame_tokenizer " + " ".join(sys.argv[1:]),
+            "args": dataclasses.asdict(args), "steps": args.steps, "train_seconds_this_run": round(seconds, 1),
+            "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, CPU",
+            "held_out": held_out, "lpips_note": "None: the LPIPS backbone weights are not on this machine"}
+    model.save(out, card=card)
+    print(json.dumps(held_out, indent=2))
+    return card
+
+
+def parse_args(argv: list[str] | None = None) -> Args:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    for f in dataclasses.fields(Args):
+        if f.type == "bool" or isinstance(f.default, bool):
+            parser.add_argument(f"--{f.name.replace('_', '-')}", action="store_true")
+        else:
+            parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
+    return Args(**vars(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main(parse_args())
