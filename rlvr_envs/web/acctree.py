@@ -34,20 +34,96 @@ or the same role and name (a node re-rendered under a new id).
 from __future__ import annotations
 
 import re
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-#: `[ID] role rest`; the id is any run of non-space characters inside the brackets
-_NODE = re.compile(r"\[\s*(?P<id>[^\]\s]+)\s*\]\s+(?P<role>\S+)(?:\s+(?P<rest>.*?))?\s*$")
-#: `Tab 0 (current): title` lines that precede a tree in WebArena observations
-_TAB_HEADER = re.compile(r"Tab\s+\d+(?:\s*\(current\))?\s*:")
-#: one attribute key, as WebArena writes them (`hasPopup`, `required`, `aria-live`, ...)
-_ATTR_KEY = r"[A-Za-z_][\w\-]*"
-_ATTR_START = re.compile(rf"\s+(?={_ATTR_KEY}:\s)")
-_ATTRS = re.compile(rf"(?:\s+{_ATTR_KEY}:\s+\S.*)?\s*")
+#: `Tab 0 (current): title` lines that precede a tree in WebArena observations (no two
+#: adjacent quantifiers can take the same characters, so matching is linear)
+_TAB_HEADER = re.compile(r"Tab\s+\d+\s*(?:\(current\)\s*)?:")
+#: one attribute key, as WebArena writes them (`hasPopup`, `required`, `aria-live`, ...),
+#: followed by its colon and a whitespace character
+_KEY_COLON_SPACE = re.compile(r"[A-Za-z_][\w\-]*:\s")
+_WHITESPACE_RUN = re.compile(r"\s+")
+_KEY_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+
+
+def _skip_space(text: str, i: int) -> int:
+    """The first index at or after `i` that is not whitespace (`str.isspace`, which is
+    exactly what regular expressions call `\\s`)."""
+    n = len(text)
+    while i < n and text[i].isspace():
+        i += 1
+    return i
+
+
+def _skip_nonspace(text: str, i: int) -> int:
+    n = len(text)
+    while i < n and not text[i].isspace():
+        i += 1
+    return i
+
+
+def _node_fields(text: str) -> tuple[str, str, str] | None:
+    """(id, role, rest) of an item line without its indentation, or None.
+
+    Accepts exactly the lines `\\[\\s*(?P<id>[^\\]\\s]+)\\s*\\]\\s+(?P<role>\\S+)(?:\\s+(?P<rest>.*?))?\\s*`
+    matches in full, with `rest` stripped of outer whitespace: `[`, an id (no `]` and no
+    whitespace, spaces allowed around it), `]`, whitespace, a role (no whitespace), then
+    optionally whitespace and the rest, which cannot span a line break. One pass over the
+    text; the regular expression took quadratic time on long whitespace runs.
+    """
+    if not text.startswith("["):
+        return None
+    n = len(text)
+    start = _skip_space(text, 1)
+    end = start
+    while end < n and text[end] != "]" and not text[end].isspace():
+        end += 1
+    if end == start:
+        return None
+    close = _skip_space(text, end)
+    if close >= n or text[close] != "]":
+        return None
+    role_start = _skip_space(text, close + 1)
+    if role_start == close + 1 or role_start >= n:
+        return None
+    role_end = _skip_nonspace(text, role_start)
+    rest = text[role_end:].strip()
+    if "\n" in rest:
+        return None
+    return text[start:end], text[role_start:role_end], rest
+
+
+def _is_attribute_tail(text: str, start: int = 0, one_line: bool = False) -> bool:
+    """Whether `text[start:]` is nothing but whitespace, or whitespace, `key:`, whitespace
+    and a value (then anything on the same line): what may follow an item's name.
+
+    Equal to `re.fullmatch(r"(?:\\s+KEY:\\s+\\S.*)?\\s*", text[start:])`, decided by reading only
+    the leading whitespace, the key and the whitespace after its colon, so trying every
+    quote of a long name stays linear. `one_line=True` says the caller knows `text` holds
+    no line break (item rests never do), which skips the one search for it.
+    """
+    n = len(text)
+    i = _skip_space(text, start)
+    if i >= n:
+        return True
+    if i == start or text[i] not in _KEY_START:
+        return False
+    j = i + 1
+    while j < n and (text[j].isalnum() or text[j] in "_-"):
+        j += 1
+    if j >= n or text[j] != ":":
+        return False
+    k = _skip_space(text, j + 1)
+    if k == j + 1 or k >= n:
+        return False
+    if one_line:
+        return True
+    last = len(text.rstrip())  # the value runs to the last non-space character, within one line
+    return text.find("\n", k, last) < 0
 
 
 class TreeParseError(ValueError):
@@ -97,12 +173,17 @@ def quote_name(name: str) -> str:
 
 
 def _split_attrs(tail: str) -> tuple[tuple[str, str], ...]:
+    """`key: value` pairs of an attribute tail; a pair starts at each whitespace run that is
+    followed by `key:` and whitespace (so values may hold spaces). Linear: every run is
+    found once and looked past once."""
     tail = tail.strip()
     if not tail:
         return ()
+    text = " " + tail
+    cuts = [m.start() for m in _WHITESPACE_RUN.finditer(text) if _KEY_COLON_SPACE.match(text, m.end())]
     pairs = []
-    for chunk in _ATTR_START.split(" " + tail):
-        chunk = chunk.strip()
+    for begin, end in zip(cuts, cuts[1:] + [len(text)]):
+        chunk = text[begin:end].strip()
         if not chunk:
             continue
         key, _, value = chunk.partition(":")
@@ -120,25 +201,23 @@ def parse_item(line: str, line_no: int = 1) -> Item:
     """
     stripped = line.lstrip(" \t")
     depth = len(line) - len(line.lstrip("\t"))
-    match = _NODE.fullmatch(stripped)
-    if match is None:
+    fields = _node_fields(stripped)
+    if fields is None:
         raise TreeParseError(line_no, line, "not an item line ('[ID] role 'name' key: value ...')")
-    rest = match.group("rest") or ""
+    item_id, role, rest = fields
     name: str | None = None
     tail = rest
     if rest[:1] in ("'", '"'):
         quote = rest[0]
-        closing = [i for i in range(len(rest) - 1, 0, -1) if rest[i] == quote]
-        for i in closing:
-            if _ATTRS.fullmatch(rest[i + 1:]):
-                name, tail = rest[1:i], rest[i + 1:]
-                break
-        else:
+        i = rest.rfind(quote)
+        while i > 0 and not _is_attribute_tail(rest, i + 1, one_line=True):
+            i = rest.rfind(quote, 0, i)
+        if i <= 0:
             raise TreeParseError(line_no, line, "unterminated name (no closing quote before the attributes)")
-    elif rest and not _ATTRS.fullmatch(" " + rest):
+        name, tail = rest[1:i], rest[i + 1:]
+    elif rest and not _is_attribute_tail(" " + rest, one_line=True):
         raise TreeParseError(line_no, line, "expected a quoted name or 'key: value' attributes after the role")
-    return Item(id=match.group("id"), role=match.group("role"), name=name, attrs=_split_attrs(tail),
-                depth=depth, line_no=line_no)
+    return Item(id=item_id, role=role, name=name, attrs=_split_attrs(tail), depth=depth, line_no=line_no)
 
 
 @dataclass(frozen=True)
@@ -186,7 +265,7 @@ def parse_tree(text: str, strict: bool = False) -> Tree:
         line = raw.rstrip()
         if not line.strip():
             continue
-        if _TAB_HEADER.match(line.lstrip()) and not _NODE.fullmatch(line.strip()):
+        if _TAB_HEADER.match(line.lstrip()) and _node_fields(line.strip()) is None:
             headers.append(line.strip())
             continue
         indent = line[: len(line) - len(line.lstrip(" \t"))]
@@ -274,23 +353,187 @@ class Changes:
                 "updated": [b.line for _, b in self.updated]}
 
 
-def _components(n: int, edges: Iterable[tuple[int, int]]) -> dict[int, list[int]]:
-    parent = list(range(n))
+#: a component of k + l items is solved exactly (one assignment over a (k+l)² matrix)
+#: when (k+l)² is at most this (400 items)
+EXACT_SIZE = 160_000
+#: at most this many matrix cells are solved exactly per extraction (real pages need a
+#: few thousand); components beyond it are matched by `_match_large`
+EXACT_BUDGET = 500_000
+#: inside `_match_large`, groups of at most this many matrix cells are solved exactly
+_SMALL_GROUP_SIZE = 10_000
 
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
 
-    for x, y in edges:
-        rx, ry = find(x), find(y)
-        if rx != ry:
-            parent[max(rx, ry)] = min(rx, ry)
-    groups: dict[int, list[int]] = defaultdict(list)
-    for x in range(n):
-        groups[find(x)].append(x)
-    return groups
+def _components(before: Sequence[Item], after: Sequence[Item]) -> list[tuple[list[int], list[int]]]:
+    """The connected components of the allowed-pair graph, as (before rows, after columns).
+
+    Items are joined through their id and their (role, name) when the other tree has that
+    id / role+name too: every before-item of such a group may pair with every after-item of
+    it, so joining through the groups gives exactly the components of the pair graph, in
+    time linear in the number of items (the pairs themselves can be quadratic). The
+    union-find runs over groups, once per distinct (id, role+name) combination.
+    """
+    ids_after = {b.id for b in after}
+    content_after = {(b.role, b.name) for b in after}
+    ids_both = {a.id for a in before if a.id in ids_after}
+    content_both = {(a.role, a.name) for a in before if (a.role, a.name) in content_after}
+    parent: dict[tuple, tuple] = {}
+
+    def find(x: tuple) -> tuple:
+        root = x
+        while parent[root] != root:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def groups(item: Item) -> tuple[tuple | None, tuple | None]:
+        id_key = ("id", item.id) if item.id in ids_both else None
+        content = (item.role, item.name)
+        return id_key, (("content", *content) if content in content_both else None)
+
+    keys = [groups(item) for item in before] + [groups(item) for item in after]
+    for id_key, content_key in set(keys):
+        for key in (id_key, content_key):
+            if key is not None and key not in parent:
+                parent[key] = key
+        if id_key is not None and content_key is not None:
+            rx, ry = find(id_key), find(content_key)
+            if rx != ry:
+                parent[ry] = rx
+    n = len(before)
+    members: dict[tuple, tuple[list[int], list[int]]] = {}
+    for x, (id_key, content_key) in enumerate(keys):
+        key = id_key if id_key is not None else content_key
+        if key is None:
+            continue
+        rows, cols = members.setdefault(find(key), ([], []))
+        if x < n:
+            rows.append(x)
+        else:
+            cols.append(x - n)
+    return [(rows, cols) for rows, cols in members.values() if rows and cols]
+
+
+def _match_exact(before: Sequence[Item], after: Sequence[Item], rows: list[int],
+                 cols: list[int]) -> list[tuple[int, int]]:
+    """The optimal partial matching of `rows` to `cols` (allowed pairs only), with
+    `linear_sum_assignment` on the square matrix [[pair costs, deletion diagonal],
+    [insertion diagonal, 0]] (forbidden pairs cost `_FORBIDDEN`)."""
+    from scipy.optimize import linear_sum_assignment
+
+    n, m = len(before), len(after)
+    k, l_ = len(rows), len(cols)
+    cost = np.full((k + l_, l_ + k), _FORBIDDEN)
+    for r, i in enumerate(rows):
+        a = before[i]
+        for c, j in enumerate(cols):
+            b = after[j]
+            if matchable(a, b):
+                cost[r, c] = match_cost(a, b, abs(i / max(n, 1) - j / max(m, 1)))
+        cost[r, l_ + r] = UNMATCHED_COST
+    for c in range(l_):
+        cost[k + c, c] = UNMATCHED_COST
+    cost[k:, l_:] = 0.0
+    row_ind, col_ind = linear_sum_assignment(cost)
+    return [(rows[r], cols[c]) for r, c in zip(row_ind, col_ind) if r < k and c < l_ and cost[r, c] < _FORBIDDEN]
+
+
+def _pair_in_order(rows: list[int], cols: list[int], n: int, m: int) -> list[tuple[int, int]]:
+    """Pair two sorted index lists monotonically: all of the shorter list, each to the
+    element of the longer one at the same rank scaled to its length (for one element, the
+    nearest relative position). For equal lengths this is the matching that minimises the
+    position term (pairing points on a line in sorted order)."""
+    if not rows or not cols:
+        return []
+    if len(rows) == len(cols):
+        return list(zip(rows, cols))
+    swap = len(rows) > len(cols)
+    short, long_, ns, nl = (cols, rows, m, n) if swap else (rows, cols, n, m)
+    if len(short) == 1:
+        picked = [min(long_, key=lambda j: abs(short[0] / ns - j / nl))]
+    else:
+        scale = (len(long_) - 1) / (len(short) - 1)
+        picked = [long_[round(t * scale)] for t in range(len(short))]
+    pairs = list(zip(picked, short)) if swap else list(zip(short, picked))
+    return pairs
+
+
+def _match_large(before: Sequence[Item], after: Sequence[Item], rows: list[int], cols: list[int],
+                 budget: list[int]) -> list[tuple[int, int]]:
+    """A near-linear matching for components too large for one exact assignment (long
+    lists of look-alike items): pairs are taken in the order of the cost's preferences.
+
+    1. identical items (same id, role, name and attributes: cost = position term only)
+       are paired in document order;
+    2. what is left is grouped by id (any same-id pair is cheaper than any pair across
+       ids); each group is solved exactly when small, else paired by role and name, then
+       in document order (groups of at most 100 items are solved exactly while the
+       extraction's `EXACT_BUDGET` lasts);
+    3. what is left is grouped by role and name (pairs across ids), paired by attributes,
+       then in document order.
+    Every step only pairs allowed items, and each costs O(k log k) for k items.
+    """
+    n, m = max(len(before), 1), max(len(after), 1)
+    pairs: list[tuple[int, int]] = []
+    left_rows, left_cols = list(rows), list(cols)
+
+    def by(key, sub_keys=()):
+        nonlocal left_rows, left_cols
+        groups = _groups(key, before, after, left_rows, left_cols)
+        used_rows, used_cols = set(), set()
+        for group_rows, group_cols in groups:
+            size = (len(group_rows) + len(group_cols)) ** 2
+            if sub_keys and size <= min(_SMALL_GROUP_SIZE, budget[0]):
+                budget[0] -= size
+                found = _match_exact(before, after, group_rows, group_cols)
+            else:
+                found = []
+                for sub_key in sub_keys:  # finer groups first, then what remains in order
+                    found += _grouped_in_order(before, after, group_rows, group_cols, sub_key, found, n, m)
+                taken_r, taken_c = {i for i, _ in found}, {j for _, j in found}
+                found += _pair_in_order([i for i in group_rows if i not in taken_r],
+                                        [j for j in group_cols if j not in taken_c], n, m)
+            pairs.extend(found)
+            used_rows.update(i for i, _ in found)
+            used_cols.update(j for _, j in found)
+        left_rows = [i for i in left_rows if i not in used_rows]
+        left_cols = [j for j in left_cols if j not in used_cols]
+
+    by(lambda item: (item.id, item.role, item.name, item.attrs))
+    by(lambda item: item.id, sub_keys=(lambda item: (item.role, item.name),))
+    by(lambda item: (item.role, item.name), sub_keys=(lambda item: item.attrs,))
+    return pairs
+
+
+def _groups(key, before: Sequence[Item], after: Sequence[Item], rows: Sequence[int],
+            cols: Sequence[int]) -> list[tuple[list[int], list[int]]]:
+    """(rows, cols) of each value of `key` that both sides have, in first-seen order."""
+    row_keys = [key(before[i]) for i in rows]
+    col_keys = [key(after[j]) for j in cols]
+    common = set(row_keys).intersection(col_keys)
+    if not common:
+        return []
+    groups: dict[Any, tuple[list[int], list[int]]] = {}
+    for i, k in zip(rows, row_keys):
+        if k in common:
+            group = groups.get(k)
+            if group is None:
+                group = groups[k] = ([], [])
+            group[0].append(i)
+    for j, k in zip(cols, col_keys):
+        if k in common:
+            groups[k][1].append(j)
+    return list(groups.values())
+
+
+def _grouped_in_order(before, after, rows, cols, key, taken, n, m) -> list[tuple[int, int]]:
+    """`_pair_in_order` within the groups of `key`, skipping items already in `taken`."""
+    taken_r, taken_c = {i for i, _ in taken}, {j for _, j in taken}
+    found = []
+    for group_rows, group_cols in _groups(key, before, after, [i for i in rows if i not in taken_r],
+                                          [j for j in cols if j not in taken_c]):
+        found += _pair_in_order(group_rows, group_cols, n, m)
+    return found
 
 
 def match_items(before: Sequence[Item], after: Sequence[Item]) -> list[tuple[int, int]]:
@@ -299,50 +542,28 @@ def match_items(before: Sequence[Item], after: Sequence[Item]) -> list[tuple[int
     Minimises the sum of `match_cost` over matched pairs plus `UNMATCHED_COST` per
     unmatched item, over matchings that use only `matchable` pairs. The bipartite graph of
     allowed pairs splits into independent components (items that share an id or a
-    role+name); each is solved exactly with `linear_sum_assignment` on the square matrix
-    [[pair costs, deletion diagonal], [insertion diagonal, 0]], which is the whole problem's
-    optimum because no allowed pair crosses components. Components are tiny on real pages,
-    which keeps 500-line trees fast.
+    role+name); each is solved exactly with `linear_sum_assignment`, which is the whole
+    problem's optimum because no allowed pair crosses components. Components are tiny on
+    real pages, which keeps 500-line trees fast.
+
+    Bounded work: a component of more than 400 items (`EXACT_SIZE`), or any component
+    once `EXACT_BUDGET` matrix cells have been solved for this extraction, is matched
+    by `_match_large` instead (identical items first, then same id, then same role and
+    name, each in document order), so trees of 100,000 look-alike items are matched in
+    about a second instead of exhausting memory. Such components never occur on real
+    pages; there the result is the exact optimum.
     """
-    from scipy.optimize import linear_sum_assignment
-
-    n, m = len(before), len(after)
-    by_id: dict[str, list[int]] = defaultdict(list)
-    by_content: dict[tuple[str, str | None], list[int]] = defaultdict(list)
-    for j, b in enumerate(after):
-        by_id[b.id].append(j)
-        by_content[(b.role, b.name)].append(j)
-    candidates: dict[int, set[int]] = {}
-    edges = []
-    for i, a in enumerate(before):
-        js = set(by_id.get(a.id, ())) | set(by_content.get((a.role, a.name), ()))
-        candidates[i] = js
-        edges.extend((i, n + j) for j in js)
-
     pairs: list[tuple[int, int]] = []
-    for members in _components(n + m, edges).values():
-        rows = [x for x in members if x < n]
-        cols = [x - n for x in members if x >= n]
-        if not rows or not cols:
-            continue
-        if len(rows) == 1 and len(cols) == 1:  # the common case: one item, one candidate
+    budget = [EXACT_BUDGET]
+    for rows, cols in _components(before, after):
+        size = (len(rows) + len(cols)) ** 2
+        if size == 4:  # the common case: one item, one candidate
             pairs.append((rows[0], cols[0]))
-            continue
-        k, l_ = len(rows), len(cols)
-        cost = np.full((k + l_, l_ + k), _FORBIDDEN)
-        for r, i in enumerate(rows):
-            for c, j in enumerate(cols):
-                if j in candidates[i]:
-                    gap = abs(i / max(n, 1) - j / max(m, 1))
-                    cost[r, c] = match_cost(before[i], after[j], gap)
-            cost[r, l_ + r] = UNMATCHED_COST
-        for c in range(l_):
-            cost[k + c, c] = UNMATCHED_COST
-        cost[k:, l_:] = 0.0
-        row_ind, col_ind = linear_sum_assignment(cost)
-        for r, c in zip(row_ind, col_ind):
-            if r < k and c < l_ and cost[r, c] < _FORBIDDEN:
-                pairs.append((rows[r], cols[c]))
+        elif size <= min(EXACT_SIZE, budget[0]):
+            budget[0] -= size
+            pairs.extend(_match_exact(before, after, rows, cols))
+        else:
+            pairs.extend(_match_large(before, after, rows, cols, budget))
     return sorted(pairs)
 
 
@@ -359,5 +580,5 @@ def extract_changes(before: Tree | str, after: Tree | str) -> Changes:
     new = tuple(b for j, b in enumerate(b_items) if j not in matched_b)
     deleted = tuple(a for i, a in enumerate(a_items) if i not in matched_a)
     updated = tuple((a_items[matched_b[j]], b) for j, b in enumerate(b_items)
-                    if j in matched_b and a_items[matched_b[j]].line != b.line)
+                    if j in matched_b and a_items[matched_b[j]] != b and a_items[matched_b[j]].line != b.line)
     return Changes(new=new, deleted=deleted, updated=updated)

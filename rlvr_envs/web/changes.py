@@ -50,8 +50,34 @@ from rlvr_envs.core.answer import THINK_END, AnswerError, extract_answer
 SECTIONS = ("new", "deleted", "updated")
 TITLES = {"new": "New items:", "deleted": "Deleted items:", "updated": "Updated items:"}
 NONE_LINE = "None"
-_TITLE = re.compile(r"^\s*(?:#+\s*)?(?:\*\*)?\s*(new|deleted|updated)\s+items\s*(?:\*\*)?\s*:\s*(?:\*\*)?(.*)$",
-                    re.IGNORECASE)
+#: a section title up to its colon: `New items:`, `## Deleted items:`, `**Updated items:**`, ...
+#: (no two adjacent quantifiers can take the same characters, so matching is linear; the
+#: earlier `\s*(?:#+\s*)?(?:\*\*)?\s*` stalled for seconds on a long run of spaces)
+_TITLE = re.compile(r"\s*(?:#+\s*)?(?:\*\*\s*)?(new|deleted|updated)\s+items\s*(?:\*\*\s*)?:", re.IGNORECASE)
+_TITLE_START = frozenset("#*nNdDuU")
+
+
+def _title(line: str) -> tuple[str, str] | None:
+    """(section, text after the title) when `line` is a section title, else None.
+
+    The language of the former single expression
+    `\\s*(?:#+\\s*)?(?:\\*\\*)?\\s*(new|deleted|updated)\\s+items\\s*(?:\\*\\*)?\\s*:\\s*(?:\\*\\*)?(.*)$`:
+    the title, then the first item (after spaces and a closing `**`), on one line.
+    """
+    line = line.lstrip()
+    if not line or line[0] not in _TITLE_START:  # a cheap test that skips most lines
+        return None
+    match = _TITLE.match(line)
+    if match is None:
+        return None
+    first = line[match.end():].lstrip()
+    if first.startswith("**"):
+        first = first[2:]
+    if first.endswith("\n"):
+        first = first[:-1]
+    if "\n" in first:  # `.` stops at a line break and `$` allows only a final one
+        return None
+    return match.group(1).lower(), first
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -112,10 +138,10 @@ def parse_changes(text: str) -> ChangeList:
         firsts: dict[str, str] = {}
         titles: list[int] = []
         for number, line in enumerate(lines):
-            match = _TITLE.match(line)
-            if match:
-                key = match.group(1).lower()
-                starts[key], firsts[key] = number, match.group(2)
+            title = _title(line)
+            if title is not None:
+                key, first = title
+                starts[key], firsts[key] = number, first
                 titles.append(number)
         if starts:
             break
