@@ -348,8 +348,6 @@ def load_npz_episode(path: str | os.PathLike, image_shape: tuple[int, int, int] 
     where = str(path)
     try:
         arrays = read_npz(path, ("image", "action"), "RT-1 episode")
-    except RT1FormatError:
-        raise
     except DataError as error:
         raise RT1FormatError(str(error), where=where, problem=str(error).removeprefix(f"{where}: ")) from error
     image, action = arrays["image"], arrays["action"]
@@ -399,8 +397,6 @@ class RT1NpzDataset:
         for path in self.paths:
             try:
                 action = read_npz(path, ("action",), "RT-1 episode")["action"]
-            except RT1FormatError:
-                raise
             except DataError as error:
                 raise RT1FormatError(str(error)) from error
             if action.ndim != 2:
