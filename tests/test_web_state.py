@@ -55,8 +55,8 @@ def test_gold_text_round_trips_and_scores_one():
                     "Deleted items:\nNone\n\nUpdated items:\n[1220] textbox '\\ue60c' focused: True required: False")
     assert parse_changes(text) == GOLD
     metrics = score_changes(parse_changes(text), GOLD)
-    assert metrics["f1"] == metrics["precision"] == metrics["recall"] == 1.0
-    assert metrics["deleted_f1"] == 1.0 and metrics["gold"] == 4
+    assert metrics["f1"] == metrics["precision"] == metrics["recall"] == metrics["reference_f1"] == 1.0
+    assert metrics["deleted_f1"] == 1.0 and metrics["gold"] == 3  # items; the None is not one
 
 
 @pytest.mark.parametrize("response", [
@@ -84,27 +84,42 @@ def test_missing_sections_extra_lines_and_duplicates_score_by_the_rule():
     only_new = parse_changes("New items:\n[1273] StaticText 'Vortex Running Shoes'\n[1272] button 'Search'")
     assert only_new.deleted == () and only_new.updated == ()
     m = score_changes(only_new, GOLD)
-    assert (m["precision"], m["recall"]) == (1.0, 0.5) and m["f1"] == pytest.approx(2 / 3)
-    assert m["new_f1"] == 1.0 and m["deleted_recall"] == 0.0
-    # prose glued to a section is read as (wrong) items
+    assert (m["precision"], m["recall"]) == (1.0, 2 / 3) and m["f1"] == pytest.approx(0.8)
+    assert m["new_f1"] == 1.0 and m["updated_recall"] == 0.0
+    assert m["deleted_f1"] == 1.0  # no deleted item predicted, none gold: the section agrees
+    assert m["reference_f1"] == pytest.approx(2 / 3)  # RLVR-World's rule: the None line is missed
+    # prose glued to a section is read as a (wrong) item
     glued = parse_changes(GOLD.text() + "\nThat is all.")
-    assert glued.updated[-1] == "That is all." and score_changes(glued, GOLD)["precision"] == 0.8
+    assert glued.updated[-1] == "That is all." and score_changes(glued, GOLD)["precision"] == 0.75
     # a repeated right line is one more prediction (multiset), not a free pass (set)
     line = "[1272] button 'Search'"
     doubled = parse_changes(GOLD.text().replace(line, line + "\n" + line))
     m = score_changes(doubled, GOLD)
-    assert (m["matches"], m["predicted"], m["recall"], m["precision"]) == (4, 5, 1.0, 0.8)
-    # "None" is an ordinary item: writing it where the gold has items is a wrong line
+    assert (m["matches"], m["predicted"], m["recall"], m["precision"]) == (3, 4, 1.0, 0.75)
+    # "None" only says a section is empty: all None predicts no item at all
     m = score_changes(parse_changes("New items:\nNone\n\nDeleted items:\nNone\n\nUpdated items:\nNone"), GOLD)
-    assert (m["matches"], m["predicted"], m["deleted_f1"], m["new_f1"]) == (1, 3, 1.0, 0.0)
+    assert (m["f1"], m["matches"], m["predicted"], m["deleted_f1"], m["new_f1"]) == (0.0, 0, 0, 1.0, 0.0)
+    assert m["reference_f1"] == pytest.approx(2 / 7)  # under RLVR-World's rule the None line matches
     # an empty section predicts nothing
     assert score_changes(parse_changes("New items:\n\nDeleted items:\n\nUpdated items:\n"), GOLD)["f1"] == 0.0
 
 
+def test_unchanged_pages_score_one_exactly_when_no_item_is_predicted():
+    unchanged = ChangeList.from_sections({})
+    assert unchanged.text() == "New items:\nNone\n\nDeleted items:\nNone\n\nUpdated items:\nNone"
+    for text in (unchanged.text(), "New items: none\nDeleted items: NONE\nUpdated items: None",
+                 "New items:\n\nDeleted items:", "<think>nothing happens</think>Updated items:\nNone"):
+        m = score_changes(parse_changes(text), unchanged)
+        assert m["f1"] == m["precision"] == m["recall"] == 1.0, text
+    m = score_changes(parse_changes(unchanged.text().replace("Updated items:\nNone", "Updated items:\n[5] link 'x'")),
+                      unchanged)
+    assert (m["f1"], m["updated_f1"], m["new_f1"]) == (0.0, 0.0, 1.0)
+
+
 def test_canonical_line_only_normalises_items():
     assert canonical_line("\t [5]  link   \"a\"  ") == "[5] link 'a'"
-    assert canonical_line("  None ") == "None"
-    assert canonical_line("[oops") == "[oops"
+    assert canonical_line("  None ") == canonical_line("none") == canonical_line("NONE") == "None"
+    assert canonical_line("[oops") == "[oops" and canonical_line(" Nothing ") == "Nothing"
 
 
 _lines = st.sampled_from(["None", "[1] link 'a'", "[2] button 'b'", "[3] StaticText 'c'", "x"])
@@ -120,8 +135,13 @@ def test_f1_properties(predicted, gold):
     assert forward["precision"] == pytest.approx(backward["recall"])
     for section in ("new", "deleted", "updated"):
         assert forward[f"{section}_f1"] == pytest.approx(backward[f"{section}_f1"])
-    same = all(Counter(predicted.section(s)) == Counter(gold.section(s)) for s in ("new", "deleted", "updated"))
-    assert (forward["f1"] == 1.0) == (same and forward["gold"] > 0)
+    def items(change_list, s):
+        return Counter(line for line in change_list.section(s) if line != "None")
+
+    same = all(items(predicted, s) == items(gold, s) for s in ("new", "deleted", "updated"))
+    assert (forward["f1"] == 1.0) == same
+    assert 0.0 <= forward["reference_f1"] <= 1.0
+    assert forward["reference_f1"] == pytest.approx(backward["reference_f1"])
 
 
 @settings(max_examples=100, deadline=None)
@@ -166,7 +186,8 @@ def rlvr_dir(tmp_path):
     template = prompt_template(str(shared_data_or_skip("wma", "rlvr_world_model_prompt.json")))
     rows = []
     for row, expected in zip(real_records(), EXPECTED):
-        question = template.format(previous_action=row["previous_actions"][-1], **row)
+        # the field as WMA's scripts fill it: str.format prints the previous_actions list
+        question = template.format(previous_action=row["previous_actions"], **row)
         rows.append({"task_id": row["task_id"], "step_idx": row["step_idx"],
                      "previous_actions": row["previous_actions"],
                      "next_state_acctree": row["next_state_acctree"], "question": question,
@@ -186,8 +207,11 @@ def test_loader_reads_wma_layout(wma_dir):
         assert (record.url, record.objective, record.current_action) == (row["url"], row["objective"],
                                                                          row["current_action"])
         assert record.observation == row["observation"] and record.next_state_acctree == row["next_state_acctree"]
-        assert record.previous_action == row["previous_actions"][-1]
+        # the whole list, printed as WMA's prompts show it
+        assert record.previous_action == str(row["previous_actions"]) == wma.format_previous_actions(
+            row["previous_actions"])
         assert record.dataset_sections is None and record.split in ("train", "test")
+    assert records[0].previous_action.startswith("['None', \"type [12] [restaurant near CMU] [1] where [12] is")
 
 
 def test_loader_reads_rlvr_world_layout_and_its_split(rlvr_dir):
@@ -199,7 +223,37 @@ def test_loader_reads_rlvr_world_layout_and_its_split(rlvr_dir):
         assert (record.url, record.objective, record.current_action) == (row["url"], row["objective"],
                                                                          row["current_action"])
         assert record.previous_actions == tuple(row["previous_actions"])
+        assert record.previous_action == str(row["previous_actions"])
     assert test[0].dataset_sections["deleted"] == ["None"]
+
+
+def test_rlvr_world_template_reproduces_their_prompt(rlvr_dir, tmp_path):
+    """prompt=<RLVR-World's template file> gives back the dataset's own prompt, character for
+    character: for the list form of WMA's previous actions (rlvr_dir) and for the real
+    examples' prompts, whose previous action is one action string."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = str(shared_data_or_skip("wma", "rlvr_world_model_prompt.json"))
+    task = build("WebStateTask", data_dir=str(rlvr_dir), split="all", prompt=path)
+    questions = [row["question"] for name in ("test.parquet", "train.parquet")  # file order
+                 for row in pq.read_table(rlvr_dir / "wma" / name).to_pylist()]
+    assert [task.prompt_text(i) for i in range(len(task))] == questions
+    assert "PREVIOUS ACTION: ['None', \"type [12]" in task.prompt_text(1)
+
+    template = json.loads(open(path, encoding="utf-8").read())["template"]
+    examples = json.loads(shared_data_or_skip("wma", "text_only_acctree_format.json").read_text())["examples"]
+    rows = []
+    for k, (prompt, _) in enumerate(examples):
+        fields = wma.fields_from_prompt(prompt)
+        rows.append({"task_id": k, "step_idx": 1, "question": template.format(**fields),
+                     "next_state_acctree": real_records()[k]["next_state_acctree"]})
+    (tmp_path / "real" / "wma").mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "real" / "wma" / "real.parquet")
+    task = build("WebStateTask", data_dir=str(tmp_path / "real"), split="all", prompt=path)
+    assert [task.prompt_text(i) for i in range(len(task))] == [row["question"] for row in rows]
+    assert "PREVIOUS ACTION: type [12] [restaurant near CMU] [1] where [12] is textbox" in task.prompt_text(0)
+    assert task.transition(0).meta["previous_action"].startswith("type [12]")
 
 
 def test_content_hash_split_is_deterministic_and_about_one_percent(tmp_path):
@@ -246,8 +300,9 @@ def test_missing_data_says_what_to_get(tmp_path):
 def test_download_command(tmp_path, monkeypatch, rlvr_dir, capsys):
     from rlvr_envs import cli
 
-    assert cli.main(["data", "wma", "--data-dir", str(tmp_path / "offline")]) == 2
-    assert "HF_HUB_OFFLINE" in capsys.readouterr().out
+    assert cli.main(["data", "wma", "--data-dir", str(tmp_path / "offline")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rlvr-world: error: HF_HUB_OFFLINE is set") and err.count("\n") == 1
 
     import shutil
 

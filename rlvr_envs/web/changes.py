@@ -22,22 +22,47 @@ answer is not read as items. When a title appears more than once, the last one w
 drafted answer in the reasoning is superseded by the final one). A missing section
 predicts nothing; a response with no section at all is unparsable (reward 0).
 
-**Lines** are compared in canonical form: an item line goes through
-`acctree.parse_item(...).line` (so tabs, spacing and quote style do not matter); any other
-line (`None`, prose) is compared with whitespace stripped. `None` is an ordinary item.
+Responses longer than `rlvr_envs.core.answer.MAX_RESPONSE_CHARS` are refused (reward 0
+with the reason); everything else is read in time linear in its length.
 
-**Score** (`score_changes`): each section is a *multiset* of lines; matches in a section
-= sum over distinct lines of min(predicted count, gold count), i.e. an exact-match
-assignment. A line repeated in the response therefore counts as one more prediction and
-lowers precision unless the gold repeats it too (RLVR-World's reference reads sections as
-sets, so repeating a right line cost nothing there). Pooled over the three sections:
-precision = matches / predicted lines, recall = matches / gold lines, F1 = 2PR/(P+R)
-(0 when nothing matches). F1 is symmetric in prediction and gold, lies in [0, 1], and is 1
-exactly when every section's multiset equals the gold's.
+**Lines** are compared in canonical form: an item line goes through
+`acctree.parse_item(...).line` (so tabs, spacing and quote style do not matter) and its
+attributes are compared as a set of `key: value` pairs (their order does not matter
+either); a line that reads `None` in any letter case is the empty-section marker; any
+other line (prose) is compared with whitespace stripped and counts as a (wrong) item.
+
+**Score** (`score_changes`): the reward is the F1 of the predicted *items*:
+
+* each section is a *multiset* of item lines; matches in a section = sum over distinct
+  lines of min(predicted count, gold count), i.e. an exact-match assignment. A line
+  repeated in the response therefore counts as one more prediction and lowers precision
+  unless the gold repeats it too (RLVR-World's reference reads sections as sets, so
+  repeating a right line cost nothing there);
+* pooled over the three sections: precision = matches / predicted items, recall =
+  matches / gold items, F1 = 2PR/(P+R) (0 when nothing matches);
+* `None` is not an item: it says a section is empty. When the page does not change (the
+  gold has no item at all) the reward is 1 if the response lists no item either (every
+  section `None`, empty or absent) and 0 otherwise; a `None` written next to items in one
+  section is ignored.
+
+F1 is symmetric in prediction and gold, lies in [0, 1], and is 1 exactly when every
+section's multiset of items equals the gold's.
+
+Why `None` is not an item (a deliberate difference from RLVR-World, whose F1 counts it as
+one): counted as an item, the constant answer "None / None / None" earns a matching line
+for every empty gold section, 0.35 mean F1 on MiniWeb and 0.67 on a transition that adds
+one item, without predicting anything; hedging with `None` plus guesses in every section
+earns it too. RLVR-World's number is still reported as the metric `reference_f1` (their
+rule on our canonical lines), and `WebChangeTask(reward="reference")` trains on it.
+
+Other shortcuts and what they earn (tested in tests/test_web_rewards.py): repeating a gold
+line counts every copy; copying the whole current tree into a section pays for every
+line that is not a change through precision; prose lines are wrong items.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections import Counter
@@ -45,7 +70,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rlvr_envs.web.acctree import Changes, TreeParseError, parse_item
-from rlvr_envs.core.answer import THINK_END, AnswerError, extract_answer
+from rlvr_envs.core.answer import THINK_END, AnswerError, check_response_size, extract_answer
 
 SECTIONS = ("new", "deleted", "updated")
 TITLES = {"new": "New items:", "deleted": "Deleted items:", "updated": "Updated items:"}
@@ -80,20 +105,58 @@ def _title(line: str) -> tuple[str, str] | None:
     return match.group(1).lower(), first
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def canonical_line(line: str) -> str:
-    """The comparison key of one answer line: the canonical item line when it parses as
-    an item, else the line with outer whitespace stripped.
+#: lines longer than this are not cached (a hostile response could otherwise fill the
+#: caches with huge strings); real item lines are a few hundred characters at most
+_CACHED_LINE_CHARS = 1_000
 
-    Cached: the answers of a GRPO group mostly repeat the same lines (copied from the tree
-    and from each other), and parsing them is most of the verifier's time."""
+
+def _canonical(line: str) -> str:
     text = line.strip()
     if text.startswith("["):
         try:
             return parse_item(text).line
         except TreeParseError:
             pass
+    if text.lower() == "none":
+        return NONE_LINE
     return text
+
+
+_canonical_cached = functools.lru_cache(maxsize=1 << 16)(_canonical)
+
+
+def canonical_line(line: str) -> str:
+    """The canonical form of one answer line: the canonical item line when it parses as
+    an item, `None` for the empty-section marker (any letter case), else the line with
+    outer whitespace stripped.
+
+    Cached for lines of ordinary length: the answers of a GRPO group mostly repeat the same
+    lines (copied from the tree and from each other), and parsing them is most of the
+    verifier's time."""
+    return _canonical_cached(line) if len(line) <= _CACHED_LINE_CHARS else _canonical(line)
+
+
+canonical_line.cache_clear = _canonical_cached.cache_clear  # type: ignore[attr-defined]
+
+
+def _key(line: str) -> str:
+    if line.startswith("["):
+        try:
+            item = parse_item(line)
+        except TreeParseError:
+            return line
+        if len(item.attrs) > 1:
+            return dataclasses.replace(item, attrs=tuple(sorted(item.attrs))).line
+    return line
+
+
+_key_cached = functools.lru_cache(maxsize=1 << 16)(_key)
+
+
+def comparison_key(line: str) -> str:
+    """What a canonical line is compared by: the line with its attributes sorted (so their
+    order does not matter), or the line itself when it is not an item."""
+    return _key_cached(line) if len(line) <= _CACHED_LINE_CHARS else _key(line)
 
 
 @dataclass(frozen=True)
@@ -127,9 +190,10 @@ class ChangeList:
 def parse_changes(text: str) -> ChangeList:
     """Read the sections of a response (rules in the module docstring).
 
-    Raises `AnswerError` when no section title is present. Sections are kept as written
-    (an empty one stays empty: predicting `None` is up to the model).
+    Raises `AnswerError` when no section title is present or the response is over the
+    size limit. Sections are kept as written (an empty one stays empty).
     """
+    check_response_size(text)
     # extract_answer may pick a fenced block that merely quotes an action (```click [5]```);
     # then the sections are read from everything after the reasoning instead.
     for candidate in (extract_answer(text), text.rsplit(THINK_END, 1)[-1]):
@@ -172,24 +236,44 @@ def _prf(matches: int, predicted: int, gold: int) -> tuple[float, float, float]:
     return precision, recall, f1
 
 
-def score_changes(predicted: ChangeList, gold: ChangeList) -> dict[str, float]:
-    """Pooled precision/recall/F1 of exact-match lines plus the per-section numbers.
+def _item_prf(matches: int, predicted: int, gold: int) -> tuple[float, float, float]:
+    """Precision, recall, F1 of items; no item predicted where none is gold is perfect."""
+    if not predicted and not gold:
+        return 1.0, 1.0, 1.0
+    return _prf(matches, predicted, gold)
 
-    Keys: `f1`, `precision`, `recall`, `matches`, `predicted`, `gold`, and for each section
-    `<section>_f1`, `<section>_precision`, `<section>_recall`.
+
+def _counts(lines: Sequence[str]) -> Counter:
+    return Counter(comparison_key(line) for line in lines)
+
+
+def score_changes(predicted: ChangeList, gold: ChangeList) -> dict[str, float]:
+    """The item F1 (the reward) and its parts, plus RLVR-World's F1 (rules in the module
+    docstring).
+
+    Keys: `f1`, `precision`, `recall`, `matches`, `predicted`, `gold` (items pooled over
+    the sections), `<section>_f1`, `<section>_precision`, `<section>_recall`, and
+    `reference_f1` (`None` counted as an ordinary line, as RLVR-World scores).
     """
     metrics: dict[str, float] = {}
     total_matches = total_pred = total_gold = 0
+    ref_matches = ref_pred = ref_gold = 0
     for key in SECTIONS:
-        pred_counts, gold_counts = Counter(predicted.section(key)), Counter(gold.section(key))
+        pred_counts, gold_counts = _counts(predicted.section(key)), _counts(gold.section(key))
+        ref_matches += sum((pred_counts & gold_counts).values())
+        ref_pred += sum(pred_counts.values())
+        ref_gold += sum(gold_counts.values())
+        pred_counts.pop(NONE_LINE, None)
+        gold_counts.pop(NONE_LINE, None)
         matches = sum((pred_counts & gold_counts).values())
-        n_pred, n_gold = len(predicted.section(key)), len(gold.section(key))
-        p, r, f = _prf(matches, n_pred, n_gold)
+        n_pred, n_gold = sum(pred_counts.values()), sum(gold_counts.values())
+        p, r, f = _item_prf(matches, n_pred, n_gold)
         metrics.update({f"{key}_precision": p, f"{key}_recall": r, f"{key}_f1": f})
         total_matches += matches
         total_pred += n_pred
         total_gold += n_gold
-    p, r, f = _prf(total_matches, total_pred, total_gold)
+    p, r, f = _item_prf(total_matches, total_pred, total_gold)
     metrics.update({"f1": f, "precision": p, "recall": r, "matches": float(total_matches),
-                    "predicted": float(total_pred), "gold": float(total_gold)})
+                    "predicted": float(total_pred), "gold": float(total_gold),
+                    "reference_f1": _prf(ref_matches, ref_pred, ref_gold)[2]})
     return metrics

@@ -4,8 +4,11 @@ The world model reads a web page's accessibility tree, the URL, the user's objec
 previous and the current action, and predicts how the tree changes: the `New items:`,
 `Deleted items:` and `Updated items:` of the next page (`None` for an empty section).
 Gold answers come from the (tree, next tree) pair through `acctree.extract_changes`; the
-reward is the F1 of exact-match item lines (`web_changes.score_changes`), as in
-RLVR-World, where RL raised it from 49.94 to 65.11 on WMA.
+reward is the F1 of exact-match item lines (`changes.score_changes`), as in RLVR-World,
+where RL raised it from 49.94 to 65.11 on WMA, except that `None` (an empty section) is
+not counted as a matching line, so the constant answer "nothing changes" earns nothing on
+pages that change (`reward="reference"` restores their rule; `metrics["reference_f1"]`
+always reports it).
 
 Both ids share `WebChangeTask`; they differ only in where transitions come from (the WMA
 files, or the MiniWeb generator) and in the default prompt (full instructions, or a
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,7 +90,11 @@ def prompt_template(prompt: str) -> str:
 
 
 TARGETS = ("extracted", "dataset")
-METRIC_KEYS = ("f1", "precision", "recall", "matches", "predicted", "gold",
+#: reward="items": F1 of item lines, `None` not an item (the default, see rlvr_envs.web.changes);
+#: reward="reference": RLVR-World's F1, `None` an ordinary line (a constant all-None answer earns it)
+REWARDS = {"items": "F1 of exact-match item lines over New/Deleted/Updated items",
+           "reference": "RLVR-World's line F1 over New/Deleted/Updated items (None counted as a line)"}
+METRIC_KEYS = ("f1", "precision", "recall", "matches", "predicted", "gold", "reference_f1",
                *(f"{s}_{m}" for s in SECTIONS for m in ("precision", "recall", "f1")))
 
 
@@ -124,28 +132,48 @@ def web_prompt(transition: Transition, style: str = "full") -> str:
 class WebChangeTask(TextTask):
     """Item-change prediction over web transitions (any source of `WmaRecord`s).
 
-    Reward: F1 in [0, 1] of exact-match canonical item lines pooled over the three sections
-    (`None` an ordinary item, duplicated lines counted as a multiset); `metrics` adds
-    pooled precision/recall, counts, and precision/recall/F1 per section. A response with
-    no section title scores 0 with an error. See `rlvr_envs.web.changes`.
+    Reward (`reward="items"`, the default): F1 in [0, 1] of exact-match canonical item
+    lines pooled over the three sections (duplicated lines counted as a multiset; `None`
+    marks an empty section and is not an item, so an unchanged page scores 1 exactly when
+    no item is predicted). `reward="reference"` trains on RLVR-World's F1 instead, where
+    `None` counts as a line (a constant all-None answer then earns 0.35 on MiniWeb); both
+    are always in `metrics` (`f1`, `reference_f1`) with pooled precision/recall, counts,
+    and precision/recall/F1 per section. A response with no section title scores 0 with an
+    error. See `rlvr_envs.web.changes`.
 
-    `max_total_len` drops transitions whose prompt plus gold answer exceed it (RLVR-World
-    kept those of at most 5,000 tokens); counted with this task's tokenizer.
+    `max_total_len` drops transitions whose prompt plus gold answer exceed it, counted with
+    this task's tokenizer; `n_filtered` says how many, and a warning names the count and
+    the tokenizer (RLVR-World kept those of at most 5,000 tokens of *their* tokenizer).
     """
 
     modality = "web"
     min_reward = 0.0
     metric_keys = METRIC_KEYS
-    reward_description = "F1 of exact-match item lines over New/Deleted/Updated items"
+    reward_description = REWARDS["items"]
+
+    @classmethod
+    def describe_reward(cls, reward: str = "items", **kwargs: Any) -> str:
+        return REWARDS.get(reward, REWARDS["items"])
 
     def __init__(self, records: Sequence[wma.WmaRecord], tokenizer: Any, prompt: str, target: str,
-                 max_total_len: int | None, max_response_len: int | None):
+                 max_total_len: int | None, max_response_len: int | None, reward: str = "items"):
         prompt_template(prompt)  # fails early, naming the choices
+        if reward not in REWARDS:
+            raise ValueError(f"reward must be one of {sorted(REWARDS)}, got {reward!r}")
+        self.reward = reward
+        self.reward_description = REWARDS[reward]
         self.prompt_style = prompt
         transitions = [record_transition(r, target) for r in records]
         if not transitions:
             raise ValueError("no transitions to build the task from")
         super().__init__(transitions, tokenizer, None, max_response_len, max_total_len)
+        if self.n_filtered:
+            name = getattr(self.tokenizer, "name_or_path", "") or type(self.tokenizer).__name__
+            warnings.warn(
+                f"max_total_len={max_total_len} dropped {self.n_filtered} of {len(transitions)} transitions "
+                f"(prompt + gold answer counted with the tokenizer {name!r}, vocabulary {self.vocab_size}); token "
+                f"counts depend on the tokenizer: pass your model's tokenizer, a larger limit, or max_total_len=None",
+                stacklevel=3)
 
     def format_prompt(self, transition: Transition) -> str:
         return web_prompt(transition, self.prompt_style)
@@ -158,7 +186,8 @@ class WebChangeTask(TextTask):
 
     def score(self, index: int, prediction: ChangeList) -> RewardResult:
         metrics = score_changes(prediction, self.transition(index).target)
-        return RewardResult(reward=metrics["f1"], metrics=metrics, parsed=True, prediction=prediction.as_dict())
+        reward = metrics["f1"] if self.reward == "items" else metrics["reference_f1"]
+        return RewardResult(reward=reward, metrics=metrics, parsed=True, prediction=prediction.as_dict())
 
 
 @dataclass(frozen=True)
@@ -170,7 +199,11 @@ class WebStateConfig:
     tokenizer: Any = "miniweb"  #: the world model's tokenizer (HF name/path/object); default the embedded web BPE
     prompt: str = "full"  #: "full", "compact" or a template file (e.g. RLVR-World's prompt JSON)
     target: str = "extracted"  #: gold from the trees ("extracted") or the files' change lists ("dataset")
-    max_total_len: int | None = 5000  #: drop transitions whose prompt + gold answer is longer
+    reward: str = "items"  #: "items" (item F1, None not an item) or "reference" (RLVR-World's line F1)
+    #: drop transitions whose prompt + gold answer is longer, in tokens of `tokenizer`
+    #: (RLVR-World kept <= 5,000 tokens of their model's tokenizer; the embedded web BPE
+    #: counts about 3x more tokens for WebArena trees, so no limit by default)
+    max_total_len: int | None = None
     max_response_len: int | None = None  #: response budget (default: longest gold + 25%)
     limit: int | None = None  #: keep the first N records of the split (before the length filter)
     on_corrupt: str = "raise"  #: "raise" at a bad row (named by file and row) or "skip" it
@@ -181,6 +214,8 @@ class WebStateConfig:
         prompt_template(self.prompt)
         if self.target not in TARGETS:
             raise ValueError(f"target must be one of {TARGETS}, got {self.target!r}")
+        if self.reward not in REWARDS:
+            raise ValueError(f"reward must be one of {sorted(REWARDS)}, got {self.reward!r}")
         if self.on_corrupt not in ("raise", "skip"):
             raise ValueError(f"on_corrupt must be 'raise' or 'skip', got {self.on_corrupt!r}")
         for name in ("max_total_len", "max_response_len", "limit"):
@@ -198,7 +233,9 @@ class WebStateTask(WebChangeTask):
     (`rlvr-world data wma`; see `rlvr_envs.web.wma`).
 
     ## Reward
-    Item-change F1 in [0, 1] (max 1.0 for every transition; unparsable answers 0).
+    Item-change F1 in [0, 1] (max 1.0 for every transition; unparsable answers 0; `None`
+    is not an item, so an unchanged page scores 1 exactly when no item is predicted).
+    `reward="reference"` uses RLVR-World's F1 (`None` counted as a line) instead.
 
     ## Arguments
     ```python
@@ -220,15 +257,12 @@ class WebStateTask(WebChangeTask):
         if config.limit is not None:
             records = records[: config.limit]
         super().__init__(records, config.tokenizer, config.prompt, config.target, config.max_total_len,
-                         config.max_response_len)
+                         config.max_response_len, config.reward)
 
     @staticmethod
     def availability(data_dir: str | None = None) -> tuple[bool, str]:
-        try:
-            wma.data_files(data_dir)
-        except FileNotFoundError:
-            return False, f"run `rlvr-world data wma` (no WMA files under {wma.folder(data_dir)})"
-        return True, "data found"
+        """Whether a loadable WMA file is under the data root (`rlvr_envs.web.wma.availability`)."""
+        return wma.availability(data_dir)
 
 
 @dataclass(frozen=True)
@@ -240,6 +274,7 @@ class MiniWebTaskConfig:
     size: int = 256  #: number of transitions
     tokenizer: Any = "miniweb"  #: the world model's tokenizer (HF name/path/object); default the embedded web BPE
     prompt: str = "compact"  #: "compact" (short, for small models), "full" or a template file
+    reward: str = "items"  #: "items" (item F1, None not an item) or "reference" (RLVR-World's line F1)
     sites: tuple[str, ...] = mini_web.SITES  #: site kinds: shop, forum, admin
     list_items: int = 3  #: list entries visible at once
     list_extra: int = 3  #: up to this many more below the viewport
@@ -260,6 +295,8 @@ class MiniWebTaskConfig:
             raise ValueError(f"split must be 'train' or 'test', got {self.split!r}")
         if self.size < 1:
             raise ValueError(f"size must be positive, got {self.size}")
+        if self.reward not in REWARDS:
+            raise ValueError(f"reward must be one of {sorted(REWARDS)}, got {self.reward!r}")
         prompt_template(self.prompt)
         for name in ("max_total_len", "max_response_len"):
             value = getattr(self, name)
@@ -310,7 +347,7 @@ class MiniWebTask(WebChangeTask):
 
     def __init__(self, config: MiniWebTaskConfig):
         super().__init__(miniweb_records(config), config.tokenizer, config.prompt, "extracted",
-                         config.max_total_len, config.max_response_len)
+                         config.max_total_len, config.max_response_len, config.reward)
 
     @staticmethod
     def availability(data_dir: str | None = None) -> tuple[bool, str]:

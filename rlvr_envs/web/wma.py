@@ -26,13 +26,22 @@ Split: when the files name both a train and a test split (file or folder names s
 with `train` / `test`), those are used; otherwise the pooled records are split 99/1 by a
 hash of their content (identical transitions always land on the same side).
 
-Errors name the file and the row (0-based for parquet and JSON lists, 1-based line for
-JSONL); `on_corrupt="skip"` drops such rows instead and reports how many.
+**The previous action** is shown the way the source wrote it: WMA keeps
+`previous_actions` as a list (starting with "None") and its scripts fill the prompt's
+`{previous_action}` with that list as Python prints it (`['None', 'click [12] ...']`),
+so a list is rendered that way; a record read back from a filled-in prompt keeps that
+prompt's text exactly, so `prompt=<RLVR-World's template file>` reproduces their prompt.
+
+Errors are `rlvr_envs.core.errors.DataError`s naming the file and the row (0-based for
+parquet and JSON lists, 1-based line for JSONL): unreadable parquet files or pages, text
+that is not UTF-8, corrupt JSON, missing or mistyped columns. `on_corrupt="skip"` drops
+such rows (or the rest of a file whose page cannot be read) instead and reports how many.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
 import hashlib
 import json
@@ -44,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlvr_envs.core.errors import DataError, DownloadError
 from rlvr_envs.core.paths import data_root
 
 SUBDIR = "wma"
@@ -73,11 +83,38 @@ class WmaRecord:
     split: str = "train"
     #: WMA's own change lists (section -> lines) when the row carries them
     dataset_sections: dict[str, list[str]] | None = field(default=None, compare=False)
+    #: the previous-action field exactly as the source wrote it (a filled-in prompt, or a
+    #: single action string); None: render `previous_actions` as WMA does
+    previous_action_text: str | None = field(default=None, compare=False)
 
     @property
     def previous_action(self) -> str:
-        """What the prompt shows as the previous action: the last one, or `None`."""
-        return self.previous_actions[-1] if self.previous_actions else "None"
+        """What the prompt shows as the previous action (see the module docstring): the
+        source's own text when it had one, else the list as WMA's scripts print it."""
+        if self.previous_action_text is not None:
+            return self.previous_action_text
+        return format_previous_actions(self.previous_actions)
+
+
+def format_previous_actions(actions) -> str:
+    """The previous actions as WMA's prompts show them: the Python list, printed
+    (`str(["None", "click [5] ..."])`), which is what `str.format` makes of WMA's
+    `previous_actions` column."""
+    return str(list(actions))
+
+
+def _actions_from_text(text: str) -> tuple[str, ...]:
+    """The actions in a previous-action field: a printed list of strings (WMA's form) is
+    read back (literals only, never evaluated), anything else is one action."""
+    stripped = text.strip()
+    if stripped.startswith("[") and stripped.endswith("]") and len(stripped) <= 100_000:
+        try:
+            value = ast.literal_eval(stripped)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            value = None
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+    return (text,)
 
 
 def folder(data_dir: str | os.PathLike | None = None) -> Path:
@@ -111,39 +148,77 @@ def _file_split(path: Path, root: Path) -> str | None:
     return None
 
 
+def _decode_utf8(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{where}: not UTF-8 text (byte 0x{data[exc.start]:02x} at column {exc.start + 1}); "
+                        f"WMA files are UTF-8, re-export or re-download the file") from None
+
+
 def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
-    """(where, row) for every row of a file; `where` is `file row N` or `file line N`."""
+    """(where, row) for every row of a file; `where` is `file row N` or `file line N`.
+
+    A row that cannot be read is yielded as a `DataError` (so `on_corrupt="skip"` can
+    count it); a file (or parquet page) that cannot be read raises `DataError`.
+    """
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
         try:
             handle = pq.ParquetFile(path)
+            columns = [c for c in handle.schema_arrow.names if c in _COLUMNS]
         except Exception as exc:  # pyarrow raises several types for a damaged file
-            raise ValueError(f"{path}: not a readable parquet file ({exc}); re-download it") from None
-        columns = [c for c in handle.schema_arrow.names if c in _COLUMNS]
+            raise DataError(f"{path}: not a readable parquet file ({str(exc)[:200]}); re-download it") from None
         row = 0
-        for batch in handle.iter_batches(columns=columns, batch_size=256):
-            for record in batch.to_pylist():
+        batches = handle.iter_batches(columns=columns, batch_size=256)
+        while True:
+            try:
+                batch = next(batches, None)
+                records = batch.to_pylist() if batch is not None else None
+            except Exception as exc:  # a damaged page: name where reading stopped
+                raise DataError(f"{path} row {row}: unreadable parquet data from this row on "
+                                f"({type(exc).__name__}: {str(exc)[:200]}); re-download the file") from None
+            if records is None:
+                return
+            for record in records:
                 yield f"{path} row {row}", record
                 row += 1
     elif path.suffix == ".jsonl":
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
+        with open(path, "rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                where = f"{path} line {number}"
+                try:
+                    line = _decode_utf8(raw, where)
+                except DataError as exc:
+                    yield where, exc
+                    continue
                 if not line.strip():
                     continue
                 try:
-                    yield f"{path} line {number}", json.loads(line)
+                    yield where, json.loads(line)
                 except json.JSONDecodeError as exc:
-                    yield f"{path} line {number}", ValueError(f"corrupt JSON ({exc.msg} at column {exc.colno})")
+                    yield where, DataError(f"{where}: corrupt JSON ({exc.msg} at column {exc.colno})")
+                except RecursionError:
+                    yield where, DataError(f"{where}: corrupt JSON (nested too deeply)")
     else:
+        data = path.read_bytes()
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = data.count(b"\n", 0, exc.start) + 1
+            raise DataError(f"{path} line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); WMA files are "
+                            f"UTF-8, re-export or re-download the file") from None
+        try:
+            data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: corrupt JSON ({exc.msg} at line {exc.lineno})") from None
+            raise DataError(f"{path}: corrupt JSON ({exc.msg} at line {exc.lineno})") from None
+        except RecursionError:
+            raise DataError(f"{path}: corrupt JSON (nested too deeply)") from None
         if isinstance(data, dict) and isinstance(data.get("data"), list):
             data = data["data"]
         if not isinstance(data, list):
-            raise ValueError(f"{path}: expected a list of records or {{'data': [...]}}, got {type(data).__name__}")
+            raise DataError(f"{path}: expected a list of records or {{'data': [...]}}, got {type(data).__name__}")
         for number, record in enumerate(data):
             yield f"{path} row {number}", record
 
@@ -161,9 +236,9 @@ def fields_from_prompt(text: str) -> dict[str, str] | None:
 
 def _text(value: Any, name: str, where: str) -> str:
     if value is None:
-        raise ValueError(f"{where}: column {name!r} is empty")
+        raise DataError(f"{where}: column {name!r} is empty")
     if not isinstance(value, str):
-        raise ValueError(f"{where}: column {name!r} should be text, got {type(value).__name__}")
+        raise DataError(f"{where}: column {name!r} should be text, got {type(value).__name__}")
     return value
 
 
@@ -178,36 +253,40 @@ def _prompt_text(row: dict[str, Any]) -> str | None:
 
 
 def record_from_row(row: Any, where: str, split: str | None) -> WmaRecord:
-    """Normalise one row (either column layout); ValueError names `where` and the problem."""
+    """Normalise one row (either column layout); `DataError` names `where` and the problem."""
     if isinstance(row, Exception):
-        raise ValueError(f"{where}: {row}")
+        raise row if isinstance(row, DataError) else DataError(f"{where}: {row}")
     if not isinstance(row, dict):
-        raise ValueError(f"{where}: expected a record (JSON object), got {type(row).__name__}")
+        raise DataError(f"{where}: expected a record (JSON object), got {type(row).__name__}")
     fields = {k: row.get(k) for k in ("url", "objective", "current_action", "observation")}
     previous: Any = row.get("previous_actions", row.get("previous_action"))
+    prompt = _prompt_text(row)
+    recovered = fields_from_prompt(prompt) if prompt else None
     if fields["observation"] is None or fields["current_action"] is None:
-        prompt = _prompt_text(row)
-        recovered = fields_from_prompt(prompt) if prompt else None
         if recovered is None:
             missing = [k for k in WMA_FIELDS if row.get(k) is None]
-            raise ValueError(f"{where}: missing column(s) {missing} and no RLVR-World prompt (question/prompt) to "
-                             f"read them from; columns present: {sorted(k for k, v in row.items() if v is not None)}")
+            raise DataError(f"{where}: missing column(s) {missing} and no RLVR-World prompt (question/prompt) to "
+                            f"read them from; columns present: {sorted(k for k, v in row.items() if v is not None)}")
         fields = {k: fields[k] if fields[k] is not None else recovered[k] for k in fields}
-        if previous is None:
-            previous = recovered["previous_action"]
     observation = _text(fields["observation"], "observation", where)
     following = _text(row.get("next_state_acctree"), "next_state_acctree", where)
     action = _text(fields["current_action"], "current_action", where)
     if not observation.strip() or not following.strip():
-        raise ValueError(f"{where}: empty accessibility tree")
+        raise DataError(f"{where}: empty accessibility tree")
+    shown: str | None = None  # the previous-action field as the source wrote it
+    if previous is None and recovered is not None:
+        previous = _actions_from_text(recovered["previous_action"])
     if previous is None:
         previous_actions: tuple[str, ...] = ()
+        shown = "None"
     elif isinstance(previous, str):
-        previous_actions = (previous,)
+        previous_actions, shown = (previous,), previous
     elif isinstance(previous, (list, tuple)) and all(isinstance(p, str) for p in previous):
         previous_actions = tuple(previous)
     else:
-        raise ValueError(f"{where}: previous_actions should be text or a list of text, got {previous!r:.80}")
+        raise DataError(f"{where}: previous_actions should be text or a list of text, got {previous!r:.80}")
+    if recovered is not None:  # a filled-in prompt shows the field exactly as the model saw it
+        shown = recovered["previous_action"]
     sections = None
     if all(isinstance(row.get(c), str) for c in SECTION_COLUMNS.values()):
         sections = {k: [line for line in row[c].splitlines() if line.strip()] for k, c in SECTION_COLUMNS.items()}
@@ -218,15 +297,17 @@ def record_from_row(row: Any, where: str, split: str | None) -> WmaRecord:
     uid = f"wma/{task_id}/{step}" if task_id is not None and step is not None else f"wma/{where}"
     return WmaRecord(uid=uid, url=str(fields["url"] or ""), objective=str(fields["objective"] or ""),
                      previous_actions=previous_actions, current_action=action, observation=observation,
-                     next_state_acctree=following, split=split, dataset_sections=sections)
+                     next_state_acctree=following, split=split, dataset_sections=sections,
+                     previous_action_text=shown)
 
 
 def load_records(data_dir: str | os.PathLike | None = None, split: str = "all",
                  on_corrupt: str = "raise") -> list[WmaRecord]:
     """All records of `split` ("train", "test" or "all"), in file order.
 
-    `on_corrupt="raise"` stops at the first bad row (the error names file and row);
-    `"skip"` drops bad rows with one warning that counts them and names the first.
+    `on_corrupt="raise"` stops at the first bad row with a `DataError` naming file and
+    row; `"skip"` drops bad rows (and the rest of a file that cannot be read further) with
+    one warning that counts them and names the first.
     """
     if split not in ("train", "test", "all"):
         raise ValueError(f"split must be 'train', 'test' or 'all', got {split!r}")
@@ -236,13 +317,23 @@ def load_records(data_dir: str | os.PathLike | None = None, split: str = "all",
     files = data_files(data_dir)
     hints = {path: _file_split(path, root) for path in files}
     use_hints = {"train", "test"} <= set(hints.values())
-    records, skipped = [], []
+    records, skipped, unreadable = [], [], []
     seen: dict[str, int] = {}
     for path in files:
-        for where, row in _raw_rows(path):
+        rows = _raw_rows(path)
+        while True:
+            try:
+                where, row = next(rows)
+            except StopIteration:
+                break
+            except DataError as exc:  # the file, or the rest of it, cannot be read
+                if on_corrupt == "raise":
+                    raise
+                unreadable.append(str(exc))
+                break
             try:
                 record = record_from_row(row, where, hints[path] if use_hints else None)
-            except ValueError as exc:
+            except DataError as exc:
                 if on_corrupt == "raise":
                     raise
                 skipped.append(str(exc))
@@ -254,9 +345,58 @@ def load_records(data_dir: str | os.PathLike | None = None, split: str = "all",
                 seen[record.uid] = 0
             if split == "all" or record.split == split:
                 records.append(record)
-    if skipped:
-        warnings.warn(f"skipped {len(skipped)} corrupt WMA row(s); first: {skipped[0]}", stacklevel=2)
+    if skipped or unreadable:
+        first = (skipped + unreadable)[0]
+        parts = f" and {len(unreadable)} unreadable file part(s)" if unreadable else ""
+        warnings.warn(f"skipped {len(skipped)} corrupt WMA row(s){parts}; first: {first}", stacklevel=2)
     return records
+
+
+def check_file(path: Path) -> str | None:
+    """Why `path` is not a loadable WMA file, or None when it is, reading little of it:
+    a parquet file's footer and columns; the first record of a JSONL file; the first
+    record of a JSON file (files over 64 MB only have their beginning checked for the
+    `next_state_acctree` key)."""
+    required = "next_state_acctree"
+    try:
+        if path.suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            names = set(pq.ParquetFile(path).schema_arrow.names)
+            if required not in names:
+                return f"{path}: no {required!r} column (columns: {sorted(names)[:8]})"
+            if not ({"observation", "current_action"} <= names or names & {"question", "prompt"}):
+                return f"{path}: neither observation/current_action nor an RLVR-World prompt column"
+            return None
+        if path.suffix == ".json" and path.stat().st_size > 64 << 20:
+            with open(path, "rb") as handle:
+                head = handle.read(1 << 20)
+            return None if f'"{required}"'.encode() in head else f"{path}: no {required!r} key in its first megabyte"
+        for where, row in _raw_rows(path):
+            record_from_row(row, where, "train")
+            return None
+        return f"{path}: no records"
+    except DataError as exc:
+        return str(exc)
+    except Exception as exc:  # anything else a damaged file raises
+        return f"{path}: {type(exc).__name__}: {str(exc)[:200]}"
+
+
+def availability(data_dir: str | os.PathLike | None = None) -> tuple[bool, str]:
+    """(True, what was found) when at least one WMA file under the data root loads (see
+    `check_file`), else (False, what to do, naming the first bad file)."""
+    try:
+        files = data_files(data_dir)
+    except FileNotFoundError:
+        return False, f"run `rlvr-world data wma` (no WMA files under {folder(data_dir)})"
+    problems = []
+    for path in files:
+        reason = check_file(path)
+        if reason is None:
+            return True, f"WMA records in {path.parent}"
+        problems.append(reason)
+    return False, (f"none of the {len(files)} file(s) under {folder(data_dir)} is a loadable WMA file "
+                   f"(first: {problems[0]}); run `rlvr-world data wma` or fix the files")
 
 
 # -- download command -----------------------------------------------------------------------
@@ -268,22 +408,32 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_data_command(args: argparse.Namespace) -> int:
-    """Download the records into <data root>/wma/ and check every row parses."""
+    """Download the records into <data root>/wma/ and check every row parses.
+
+    Raises `DownloadError` (one line: what failed and what to do) when the hub cannot be
+    reached or HF_HUB_OFFLINE forbids it.
+    """
     from rlvr_envs.web.acctree import parse_tree
 
     target = folder(args.data_dir)
+    by_hand = (f"or copy WMA's parquet/JSONL files (e.g. train.parquet and test.parquet of {args.repo}) into "
+               f"{target} yourself")
     if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0", "false", "False"):
-        print(f"HF_HUB_OFFLINE is set: unset it to download {args.repo}, or copy the files into {target}")
-        return 2
+        raise DownloadError(f"HF_HUB_OFFLINE is set, so {args.repo} cannot be downloaded: unset it and rerun "
+                            f"`rlvr-world data wma`, {by_hand}")
     from huggingface_hub import snapshot_download
 
     target.mkdir(parents=True, exist_ok=True)
-    snapshot_download(repo_id=args.repo, repo_type="dataset", revision=args.revision, local_dir=str(target),
-                      allow_patterns=["*.parquet", "*.jsonl", "*.json", "README.md"])
+    try:
+        snapshot_download(repo_id=args.repo, repo_type="dataset", revision=args.revision, local_dir=str(target),
+                          allow_patterns=["*.parquet", "*.jsonl", "*.json", "README.md"])
+    except Exception as exc:  # no network, a missing repo or revision, an authentication error
+        reason = " ".join(str(exc).split())[:200]
+        raise DownloadError(f"could not download {args.repo} from the Hugging Face hub ({type(exc).__name__}: "
+                            f"{reason}); check the network and the repository name and rerun, {by_hand}") from None
     records = load_records(args.data_dir, split="all", on_corrupt="skip")
     if not records:
-        print(f"{target}: no usable records were downloaded from {args.repo}")
-        return 1
+        raise DataError(f"{target}: no usable records were downloaded from {args.repo}")
     warned = sum(bool(parse_tree(r.observation).warnings or parse_tree(r.next_state_acctree).warnings)
                  for r in records)
     counts = {s: sum(r.split == s for r in records) for s in ("train", "test")}
