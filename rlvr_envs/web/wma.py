@@ -148,6 +148,12 @@ def _file_split(path: Path, root: Path) -> str | None:
     return None
 
 
+def _one_line(exc: BaseException, limit: int = 200) -> str:
+    """An exception's message on one line, shortened (pyarrow's span several lines)."""
+    text = " ".join(str(exc).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _decode_utf8(data: bytes, where: str) -> str:
     try:
         return data.decode("utf-8")
@@ -169,21 +175,22 @@ def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
             handle = pq.ParquetFile(path)
             columns = [c for c in handle.schema_arrow.names if c in _COLUMNS]
         except Exception as exc:  # pyarrow raises several types for a damaged file
-            raise DataError(f"{path}: not a readable parquet file ({str(exc)[:200]}); re-download it") from None
+            raise DataError(f"{path}: not a readable parquet file ({_one_line(exc)}); re-download it") from None
         row = 0
-        batches = handle.iter_batches(columns=columns, batch_size=256)
-        while True:
-            try:
-                batch = next(batches, None)
-                records = batch.to_pylist() if batch is not None else None
-            except Exception as exc:  # a damaged page: name where reading stopped
-                raise DataError(f"{path} row {row}: unreadable parquet data from this row on "
-                                f"({type(exc).__name__}: {str(exc)[:200]}); re-download the file") from None
-            if records is None:
-                return
-            for record in records:
-                yield f"{path} row {row}", record
-                row += 1
+        for group in range(handle.metadata.num_row_groups):  # row groups keep a damaged page local
+            batches = handle.iter_batches(batch_size=256, row_groups=[group], columns=columns)
+            while True:
+                try:
+                    batch = next(batches, None)
+                    records = batch.to_pylist() if batch is not None else None
+                except Exception as exc:  # a damaged page: name where reading stopped
+                    raise DataError(f"{path} row {row}: unreadable parquet data from this row on "
+                                    f"({type(exc).__name__}: {_one_line(exc)}); re-download the file") from None
+                if records is None:
+                    break
+                for record in records:
+                    yield f"{path} row {row}", record
+                    row += 1
     elif path.suffix == ".jsonl":
         with open(path, "rb") as handle:
             for number, raw in enumerate(handle, start=1):
@@ -379,7 +386,7 @@ def check_file(path: Path) -> str | None:
     except DataError as exc:
         return str(exc)
     except Exception as exc:  # anything else a damaged file raises
-        return f"{path}: {type(exc).__name__}: {str(exc)[:200]}"
+        return f"{path}: {type(exc).__name__}: {_one_line(exc)}"
 
 
 def availability(data_dir: str | os.PathLike | None = None) -> tuple[bool, str]:
@@ -428,7 +435,7 @@ def run_data_command(args: argparse.Namespace) -> int:
         snapshot_download(repo_id=args.repo, repo_type="dataset", revision=args.revision, local_dir=str(target),
                           allow_patterns=["*.parquet", "*.jsonl", "*.json", "README.md"])
     except Exception as exc:  # no network, a missing repo or revision, an authentication error
-        reason = " ".join(str(exc).split())[:200]
+        reason = _one_line(exc)
         raise DownloadError(f"could not download {args.repo} from the Hugging Face hub ({type(exc).__name__}: "
                             f"{reason}); check the network and the repository name and rerun, {by_hand}") from None
     records = load_records(args.data_dir, split="all", on_corrupt="skip")
