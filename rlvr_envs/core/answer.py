@@ -9,8 +9,9 @@ refuse *truncated* JSON: a response cut off by the length limit is not an answer
 every step here is linear in the length of the response and some inputs are refused up
 front with an `AnswerError` saying why (a task maps it to its minimum reward):
 
-* a response longer than `MAX_RESPONSE_CHARS` characters (`check_response_size`; far
-  above any real answer, whose gold is at most a few tens of kilobytes);
+* a response longer than `MAX_RESPONSE_CHARS` characters (`check_response_size`; about
+  125k tokens, far above any real answer, whose gold is at most a few tens of kilobytes,
+  and a bound on the verifiers' time: about half a second for the slowest content);
 * a JSON answer nested deeper than `MAX_JSON_DEPTH` brackets (answers here are about five
   levels deep; Python's own decoder would hit its recursion limit near 1,000 and
   `json_repair` much earlier);
@@ -34,7 +35,7 @@ from typing import Any
 
 THINK_END = "</think>"
 #: responses longer than this many characters are refused before any parsing
-MAX_RESPONSE_CHARS = 1_000_000
+MAX_RESPONSE_CHARS = 500_000
 #: JSON answers nested deeper than this are refused before decoding
 MAX_JSON_DEPTH = 100
 #: JSON answers that need more than `python_literals_to_json` are repaired (by `json_repair`)

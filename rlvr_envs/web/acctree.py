@@ -50,20 +50,32 @@ _WHITESPACE_RUN = re.compile(r"\s+")
 _KEY_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 
 
+_NONSPACE = re.compile(r"\S")
+_SPACE = re.compile(r"\s")
+#: the usual item head, `[ID] role`, matched without any backtracking (`[^\]\s]+` and `\]`
+#: cannot take the same character; `\S+` ends the pattern)
+_HEAD = re.compile(r"\[([^\]\s]+)\] (\S+)")
+#: the common item line in full: `[ID] role`, an optional name in either quotes holding no
+#: quote of its kind, then ` key: value` attributes whose values hold no space, quote or
+#: colon (each part ends where the next begins, so there is no backtracking); any other
+#: line takes the general path, which reads the same lines to the same items
+_FAST_ITEM = re.compile(r"\[([^\]\s]+)\] (\S+)(?: '([^'\n]*)'| \"([^\"\n]*)\")?((?: [A-Za-z_][\w\-]*: [^\s'\":]+)*)")
+_FAST_ATTR = re.compile(r" ([A-Za-z_][\w\-]*): ([^\s'\":]+)")
+#: what may follow a name: whitespace, `key:`, whitespace, a value character (adjacent
+#: parts cannot take the same characters, so a failed match costs its length once)
+_ATTR_HEAD = re.compile(r"\s+[A-Za-z_][\w\-]*:\s+\S")
+
+
 def _skip_space(text: str, i: int) -> int:
     """The first index at or after `i` that is not whitespace (`str.isspace`, which is
     exactly what regular expressions call `\\s`)."""
-    n = len(text)
-    while i < n and text[i].isspace():
-        i += 1
-    return i
+    match = _NONSPACE.search(text, i)
+    return match.start() if match else len(text)
 
 
 def _skip_nonspace(text: str, i: int) -> int:
-    n = len(text)
-    while i < n and not text[i].isspace():
-        i += 1
-    return i
+    match = _SPACE.search(text, i)
+    return match.start() if match else len(text)
 
 
 def _node_fields(text: str) -> tuple[str, str, str] | None:
@@ -75,6 +87,10 @@ def _node_fields(text: str) -> tuple[str, str, str] | None:
     optionally whitespace and the rest, which cannot span a line break. One pass over the
     text; the regular expression took quadratic time on long whitespace runs.
     """
+    head = _HEAD.match(text)
+    if head is not None:  # the usual form, read by one regular expression
+        rest = text[head.end():].strip()
+        return (head.group(1), head.group(2), rest) if "\n" not in rest else None
     if not text.startswith("["):
         return None
     n = len(text)
@@ -106,20 +122,12 @@ def _is_attribute_tail(text: str, start: int = 0, one_line: bool = False) -> boo
     quote of a long name stays linear. `one_line=True` says the caller knows `text` holds
     no line break (item rests never do), which skips the one search for it.
     """
-    n = len(text)
-    i = _skip_space(text, start)
-    if i >= n:
+    if _NONSPACE.search(text, start) is None:
         return True
-    if i == start or text[i] not in _KEY_START:
+    match = _ATTR_HEAD.match(text, start)
+    if match is None:
         return False
-    j = i + 1
-    while j < n and (text[j].isalnum() or text[j] in "_-"):
-        j += 1
-    if j >= n or text[j] != ":":
-        return False
-    k = _skip_space(text, j + 1)
-    if k == j + 1 or k >= n:
-        return False
+    k = match.end() - 1  # the value's first character
     if one_line:
         return True
     last = len(text.rstrip())  # the value runs to the last non-space character, within one line
@@ -201,6 +209,11 @@ def parse_item(line: str, line_no: int = 1) -> Item:
     """
     stripped = line.lstrip(" \t")
     depth = len(line) - len(line.lstrip("\t"))
+    fast = _FAST_ITEM.fullmatch(stripped)
+    if fast is not None:
+        item_id, role, single, double, attrs = fast.groups()
+        return Item(id=item_id, role=role, name=single if single is not None else double,
+                    attrs=tuple(_FAST_ATTR.findall(attrs)), depth=depth, line_no=line_no)
     fields = _node_fields(stripped)
     if fields is None:
         raise TreeParseError(line_no, line, "not an item line ('[ID] role 'name' key: value ...')")
