@@ -61,14 +61,15 @@ def test_hostile_text_through_verify_text(case, env_id):
     ("over the size limit", "response too long"),
     ("'{\"a\":' * 10**5", "truncated JSON"),
     ("balanced nesting 50,000 deep", "nested deeper than 100 levels"),
-    ("JSON that json_repair is quadratic on", "only answers of at most 4,000 characters are repaired"),
+    ("JSON that json_repair is quadratic on", "^malformed JSON of 48,002 characters .only answers of at most 4,000"),
     ("unterminated string of 400 KB", "truncated JSON (unterminated string)"),
     ("100,000-digit JSON number", "unreadable JSON"),
     ("'[' * 400,000", "no JSON object"),
 ])
 def test_refused_json_answers_say_why(case, reason):
     start = time.perf_counter()
-    with pytest.raises(AnswerError, match=reason.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(AnswerError, match=reason if reason.startswith("^") else
+                       reason.replace("(", r"\(").replace(")", r"\)")):
         parse_json_object(text(case))
     assert time.perf_counter() - start < BOUND_S
 

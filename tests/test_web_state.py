@@ -357,7 +357,8 @@ def test_webstate_dataset_targets_and_length_filter(rlvr_dir):
     both = build("WebStateTask", data_dir=str(rlvr_dir), split="all", prompt="compact", max_total_len=None)
     totals = sorted(len(both.prompt_ids(i)) + len(both.target_ids(i)) for i in range(2))
     assert totals[0] < totals[1]
-    kept = build("WebStateTask", data_dir=str(rlvr_dir), split="all", prompt="compact", max_total_len=totals[0])
+    with pytest.warns(UserWarning, match=rf"max_total_len={totals[0]} dropped 1 of 2 transitions"):
+        kept = build("WebStateTask", data_dir=str(rlvr_dir), split="all", prompt="compact", max_total_len=totals[0])
     assert (len(kept), kept.n_filtered) == (1, 1)
     assert len(kept.prompt_ids(0)) + len(kept.target_ids(0)) == totals[0]
     with pytest.raises(ValueError, match="no transition fits .*max_total_len=10"):

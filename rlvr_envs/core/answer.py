@@ -222,6 +222,8 @@ def parse_json_object(text: str) -> dict[str, Any]:
         raise AnswerError(f"truncated JSON ({reason})")
     try:
         value = _decode(candidate)
+    except AnswerError:
+        raise
     except ValueError as exc:  # e.g. a number longer than Python's integer-digit limit
         raise AnswerError(f"unreadable JSON ({str(exc)[:120]})") from None
     if not isinstance(value, dict):
