@@ -194,6 +194,12 @@ class ChangeList:
     def as_dict(self) -> dict[str, list[str]]:
         return {s: list(self.section(s)) for s in SECTIONS}
 
+    @functools.cached_property
+    def key_counts(self) -> dict[str, Counter]:
+        """Each section as a multiset of comparison keys (computed once: a gold answer is
+        scored against every response of its group)."""
+        return {s: Counter(comparison_key(line) for line in self.section(s)) for s in SECTIONS}
+
 
 def parse_changes(text: str) -> ChangeList:
     """Read the sections of a response (rules in the module docstring).
@@ -251,10 +257,6 @@ def _item_prf(matches: int, predicted: int, gold: int) -> tuple[float, float, fl
     return _prf(matches, predicted, gold)
 
 
-def _counts(lines: Sequence[str]) -> Counter:
-    return Counter(comparison_key(line) for line in lines)
-
-
 def score_changes(predicted: ChangeList, gold: ChangeList) -> dict[str, float]:
     """The item F1 (the reward) and its parts, plus RLVR-World's F1 (rules in the module
     docstring).
@@ -267,14 +269,14 @@ def score_changes(predicted: ChangeList, gold: ChangeList) -> dict[str, float]:
     total_matches = total_pred = total_gold = 0
     ref_matches = ref_pred = ref_gold = 0
     for key in SECTIONS:
-        pred_counts, gold_counts = _counts(predicted.section(key)), _counts(gold.section(key))
-        ref_matches += sum((pred_counts & gold_counts).values())
-        ref_pred += sum(pred_counts.values())
-        ref_gold += sum(gold_counts.values())
-        pred_counts.pop(NONE_LINE, None)
-        gold_counts.pop(NONE_LINE, None)
-        matches = sum((pred_counts & gold_counts).values())
-        n_pred, n_gold = sum(pred_counts.values()), sum(gold_counts.values())
+        pred_counts, gold_counts = predicted.key_counts[key], gold.key_counts[key]
+        common = pred_counts & gold_counts
+        all_matches, all_pred, all_gold = sum(common.values()), sum(pred_counts.values()), sum(gold_counts.values())
+        ref_matches += all_matches
+        ref_pred += all_pred
+        ref_gold += all_gold
+        matches = all_matches - common.get(NONE_LINE, 0)  # None lines are not items
+        n_pred, n_gold = all_pred - pred_counts.get(NONE_LINE, 0), all_gold - gold_counts.get(NONE_LINE, 0)
         p, r, f = _item_prf(matches, n_pred, n_gold)
         metrics.update({f"{key}_precision": p, f"{key}_recall": r, f"{key}_f1": f})
         total_matches += matches
