@@ -58,6 +58,11 @@ ENVS: tuple[EnvEntry, ...] = (
              "MiniTextWorld, task-specific reward", {"reward": "task"}),
     EnvEntry("RLVRWorld/WebState-v0", "rlvr_envs.web.task:WebStateTask", "WMA/WebArena web-page state prediction"),
     EnvEntry("RLVRWorld/MiniWeb-v0", "rlvr_envs.web.task:MiniWebTask", "procedural WebArena-style pages (embedded)"),
+    EnvEntry("RLVRWorld/PushT-SingleStep-v0", "rlvr_envs.video.task:VideoPredictionTask",
+             "PushT: 3 frames + actions -> next frame (embedded tokenizer, model, held-out set)", {"layout": "single"}),
+    EnvEntry("RLVRWorld/PushT-MultiStep-v0", "rlvr_envs.video.task:VideoPredictionTask",
+             "PushT: 1 frame + 4 given actions -> 4 frames (embedded tokenizer, model, held-out set)",
+             {"layout": "multi"}),
 )
 
 

@@ -38,7 +38,7 @@ class Args:
     tokenizer: str = "runs/frame_tokenizer"  #: a FrameTokenizer checkpoint
     layout: str = "single"  #: "single" or "multi"
     out: str = "runs/wm_single"
-    preset: str = "small"  #: LLaMA size (rlvr_envs.video.world_model.PRESETS)
+    preset: str = "pusht"  #: LLaMA size (rlvr_envs.video.world_model.PRESETS); "pusht" is the shipped 2.3M
     frame_skip: int = 5
     future: int = 4  #: multi-step: frames to predict
     steps: int = 2000
@@ -62,11 +62,13 @@ class Args:
 
 
 def build_task(args: Args, split: str):
+    """The video task over one split; training windows come from every phase of the frame skip."""
     from rlvr_envs.video.task import VideoPredictionTask, VideoTaskConfig
 
+    offsets = tuple(range(args.frame_skip)) if split == "train" else (0,)
     return VideoPredictionTask(VideoTaskConfig(layout=args.layout, data_dir=args.data, split=split, reward="mae",
                                                tokenizer=args.tokenizer, frame_skip=args.frame_skip,
-                                               future=args.future, window_stride=1))
+                                               frame_offsets=offsets, future=args.future, window_stride=1))
 
 
 def training_arrays(task) -> tuple[np.ndarray, np.ndarray]:
@@ -128,7 +130,7 @@ def main(args: Args) -> dict:
     from tqdm.auto import tqdm
     from transformers import LlamaForCausalLM
 
-    from rlvr_envs.video.world_model import build_world_model, check_model_vocabulary
+    from rlvr_envs.video.world_model import build_world_model, check_model_vocabulary, save_world_model
 
     args.validate()
     torch.manual_seed(args.seed)
@@ -198,7 +200,7 @@ def main(args: Args) -> dict:
                       f"{report['copy_last_frame_tokens']['mae']:.5f} | ceiling {report['tokenizer_ceiling']['mae']:.5f}")
     bar.close()
     seconds = time.perf_counter() - started
-    model.save_pretrained(out)
+    save_world_model(model, str(out))  # bfloat16 on disk: half the bytes of a shipped checkpoint
     card = {"what": f"LLaMA {args.layout}-step PushT world model, MLE on frame codes",
             "command": "python -m trainers.train_video_world_model " + " ".join(sys.argv[1:]),
             "args": dataclasses.asdict(args), "parameters": parameters, "train_windows": int(len(sequences)),

@@ -30,9 +30,10 @@ import torch
 
 from rlvr_envs.core.task import Task
 from rlvr_envs.core.types import RewardResult, Transition
+from rlvr_envs.core.util import as_tuple
 from rlvr_envs.video.action_bins import ActionBins
 from rlvr_envs.video.frame_tokenizer import FrameTokenizer
-from rlvr_envs.video.frames import FrameWindowDataset, WindowSpec
+from rlvr_envs.video.frames import FrameWindowDataset, WindowSpec, frames_and_actions
 from rlvr_envs.video.layout import MultiStepLayout, SingleStepLayout, VideoVocabulary
 
 #: reward name -> (what it is, minimum, maximum); every one is computed on decoded frames
@@ -52,16 +53,18 @@ PUSHT_ACTION_RANGE = (0.0, 512.0)
 EMBEDDED_DIR = Path(__file__).resolve().parents[1] / "assets" / "video"
 
 
-def skip_frames(frames: np.ndarray, actions: np.ndarray, skip: int) -> tuple[np.ndarray, np.ndarray]:
-    """An episode seen every `skip` frames, with the skipped actions as one chunk.
+def skip_frames(frames: np.ndarray, actions: np.ndarray, skip: int, offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """An episode seen every `skip` frames from frame `offset`, the skipped actions as one chunk.
 
-    Frames f_0..f_F and actions a_0..a_{F-1} become frames f_0, f_s, f_2s, ... and actions
-    [a_0..a_{s-1}], [a_s..a_{2s-1}], ... (each chunk s * A values).
+    Frames f_0..f_F and actions a_0..a_{F-1} become frames f_o, f_{o+s}, ... and actions
+    [a_o..a_{o+s-1}], ... (each chunk s * A values). The `skip` offsets of one episode are
+    different sequences of the same motion (training uses them all).
     """
-    if skip < 1:
-        raise ValueError(f"frame_skip must be >= 1, got {skip}")
+    if skip < 1 or not 0 <= offset < skip:
+        raise ValueError(f"need frame_skip >= 1 and 0 <= offset < frame_skip, got {skip}, {offset}")
+    frames, actions = frames[offset:], np.asarray(actions)[offset:]
     chunks = min(len(actions) // skip, (len(frames) - 1) // skip)
-    return frames[: chunks * skip + 1: skip], np.asarray(actions)[: chunks * skip].reshape(chunks, -1)
+    return frames[: chunks * skip + 1: skip], actions[: chunks * skip].reshape(chunks, -1)
 
 
 @dataclass(frozen=True)
@@ -78,12 +81,18 @@ class VideoTaskConfig:
     lpips_random_backbone_seed: int | None = None  #: explicit opt-in to a random LPIPS trunk (tests, offline)
     repetition_penalty: float = 0.0  #: subtracted per repeated frame (a copy of the previous frame's codes)
     frame_skip: int = 5  #: simulator steps between frames (actions chunked)
+    frame_offsets: tuple[int, ...] = (0,)  #: phases of the frame skip to take windows from (training: all)
     history: int | None = None  #: history frames (default 3 single-step, 1 multi-step)
     future: int = 4  #: predicted frames of the multi-step layout
     window_stride: int = 2  #: distance between window starts (in kept frames)
     size: int | None = None  #: keep the first N windows
 
+    def __post_init__(self):
+        object.__setattr__(self, "frame_offsets", as_tuple(self.frame_offsets))
+
     def validate(self) -> None:
+        if not self.frame_offsets or any(not 0 <= o < self.frame_skip for o in self.frame_offsets):
+            raise ValueError(f"frame_offsets must lie in [0, frame_skip={self.frame_skip}), got {self.frame_offsets}")
         if self.split not in SPLITS:
             raise ValueError(f"split must be one of {SPLITS}, got {self.split!r}")
         if self.layout not in LAYOUTS:
@@ -200,19 +209,25 @@ class VideoPredictionTask(Task):
     def _build(self, source) -> None:
         """Encode every kept frame once; windows then index into the per-episode codes."""
         config, layout = self.config, self.layout
-        from rlvr_envs.video.frames import frames_and_actions
-
         spec = WindowSpec(history=config.history_frames, future=config.future_frames, stride=config.window_stride,
                           action_after_last_frame=isinstance(layout, MultiStepLayout))
-        episodes = [skip_frames(*frames_and_actions(episode), config.frame_skip)
-                    for episode in source if self._in_split(episode)]
+        episodes, names, codes = [], [], []
+        for position, episode in enumerate(source):
+            if not self._in_split(episode):
+                continue
+            frames, actions = frames_and_actions(episode)
+            all_codes = self.tokenizer.encode(frames)  # once per episode, shared by every offset
+            for offset in config.frame_offsets:
+                kept = skip_frames(frames, actions, config.frame_skip, offset)
+                episodes.append(kept)
+                codes.append(all_codes[offset::config.frame_skip][: len(kept[0])])
+                names.append(f"{getattr(episode, 'index', position)}" + (f"+{offset}" if offset else ""))
         if not episodes:
             raise ValueError(f"no episodes of split {config.split!r} in {len(source)} episodes")
         windows = FrameWindowDataset(list(episodes), spec, lengths=[(len(f), len(a)) for f, a in episodes])
         if len(windows) == 0:
             raise ValueError(f"no {config.layout}-step windows in {len(episodes)} episodes at frame_skip "
                              f"{config.frame_skip}: episodes are too short")
-        codes = [self.tokenizer.encode(frames) for frames, _ in episodes]
         action_tokens = [self.vocab.action_tokens(self.bins.encode(actions)) for _, actions in episodes]
         limit = len(windows) if config.size is None else min(config.size, len(windows))
         k, t = config.history_frames, config.future_frames
@@ -228,7 +243,7 @@ class VideoPredictionTask(Task):
             self._given.append(given)
             self._truth.append(window.future)
             self._transitions.append(Transition(
-                uid=f"pusht/{e}/{s}", state=window.history, action=window.actions, next_state=window.future,
+                uid=f"pusht/{names[e]}/{s}", state=window.history, action=window.actions, next_state=window.future,
                 target=future_codes, split="test", changed=None,
                 meta={"last_history_codes": history_codes[-1]}))
         self._ceiling: dict[int, float] = {}
@@ -349,6 +364,24 @@ class VideoPredictionTask(Task):
         if not (default_tokenizer_dir() / "config.json").exists():
             return False, "the shipped PushT frame tokenizer is missing; pass tokenizer= a trained checkpoint"
         return True, "embedded"
+
+
+def shipped_world_model_dir(layout: str) -> Path:
+    return EMBEDDED_DIR / f"pusht_{layout}_step_model"
+
+
+def shipped_world_model(task: "VideoPredictionTask", directory: str | None = None):
+    """The shipped MLE world model for `task`'s layout (or the one at `directory`), checked
+    against the task's vocabulary; its model card is `model.card`."""
+    import json
+
+    from rlvr_envs.video.world_model import load_world_model
+
+    directory = Path(directory or shipped_world_model_dir(task.config.layout))
+    model = load_world_model(str(directory), task.vocab)
+    card = directory / "card.json"
+    model.card = json.loads(card.read_text(encoding="utf-8")) if card.is_file() else {}
+    return model
 
 
 def embedded_heldout_dir(episodes: int, resolution: int, seed: int = 10_000) -> str:

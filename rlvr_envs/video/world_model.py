@@ -20,6 +20,7 @@ from rlvr_envs.video.layout import MultiStepLayout, SingleStepLayout, VideoVocab
 #: LLaMA sizes (hidden, layers, heads, MLP width)
 PRESETS: dict[str, dict[str, int]] = {
     "tiny": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 384},
+    "pusht": {"hidden_size": 192, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512},
     "small": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 768},
     "paper": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
 }
@@ -59,6 +60,17 @@ def _sample(logits: torch.Tensor, frame_codes: int, temperature: float, top_k: i
     return torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator).squeeze(1)
 
 
+def _cache_argument(model) -> str:
+    """transformers 5 names the KV cache `cache`; earlier versions `past_key_values`."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _kv_cache(output):
+    return output.get("cache", output.get("past_key_values"))
+
+
 @torch.no_grad()
 def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: SingleStepLayout | MultiStepLayout,
                        future_action_tokens: np.ndarray | None = None, temperature: float = 1.0,
@@ -79,7 +91,7 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
     device = next(model.parameters()).device
     sequence = prompts.to(device)
     out = model(input_ids=sequence, use_cache=use_cache)
-    past, logits = out.past_key_values, out.logits[:, -1]
+    past, logits = _kv_cache(out), out.logits[:, -1]
     response = torch.empty((batch, layout.response_len), dtype=torch.long, device=device)
     position, action_used = 0, 0
     while position < layout.response_len:
@@ -97,10 +109,31 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
         if position == layout.response_len:
             break
         if use_cache:
-            out = model(input_ids=step, past_key_values=past, use_cache=True)
-            past = out.past_key_values
+            out = model(input_ids=step, use_cache=True, **{_cache_argument(model): past})
+            past = _kv_cache(out)
         else:
             sequence = torch.cat([prompts.to(device), response[:, :position]], dim=1)
             out = model(input_ids=sequence, use_cache=False)
         logits = out.logits[:, -1]
     return response.cpu().numpy()
+
+
+def load_world_model(directory: str, vocab: VideoVocabulary | None = None, device: str = "cpu"):
+    """A saved world model (`save_pretrained` directory) in float32, checked against `vocab`."""
+    from pathlib import Path
+
+    from transformers import LlamaForCausalLM
+
+    if not (Path(directory) / "config.json").is_file():
+        raise FileNotFoundError(f"no world model at {directory} (expected a save_pretrained directory)")
+    model = LlamaForCausalLM.from_pretrained(directory, torch_dtype=torch.float32).to(device).eval()
+    if vocab is not None:
+        check_model_vocabulary(model, vocab, f"the world model at {directory}")
+    return model
+
+
+def save_world_model(model, directory: str, half: bool = True) -> None:
+    """`save_pretrained`, in bfloat16 by default (half the bytes; loads back as float32)."""
+    import copy
+
+    (copy.deepcopy(model).to(torch.bfloat16) if half else model).save_pretrained(directory)

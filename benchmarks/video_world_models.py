@@ -1,0 +1,130 @@
+"""The shipped PushT video world models against their baselines, on the embedded held-out set.
+
+For each layout (single-step: 3 frames -> 1; multi-step: 1 frame + 4 given actions -> 4),
+at the default frame skip, on the deterministic held-out PushT episodes every user gets
+(`RLVRWorld/PushT-*` with no data_dir), this measures:
+
+* tokenizer reconstruction of the held-out frames (PSNR, SSIM, MAE, MSE);
+* copy the last frame, in pixels (the real last history frame as the prediction);
+* copy the last frame, in token space (its codes, decoded);
+* the tokenizer ceiling (the gold codes, decoded);
+* the MLE world model's samples (temperature 1, top-k 100, as in the paper's evaluation),
+  with the repetition rate (a predicted frame token-identical to the previous frame);
+* tokenizer flicker: token agreement of consecutive frames that barely differ in pixels.
+
+    python -m benchmarks.video_world_models [--episodes 12] [--samples 2]
+
+Writes benchmarks/results/video_world_models.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+RESULTS = Path(__file__).parent / "results"
+KEYS = ("mae", "mse", "psnr", "ssim")
+
+
+def _mean(results, key: str) -> float:
+    return float(np.mean([r.metrics[key] for r in results]))
+
+
+def evaluate_layout(layout: str, episodes: int, samples: int, seed: int) -> dict:
+    from rlvr_envs.video import metrics
+    from rlvr_envs.video.task import VideoPredictionTask, VideoTaskConfig, shipped_world_model
+    from rlvr_envs.video.world_model import generate_responses
+
+    task = VideoPredictionTask(VideoTaskConfig(layout=layout, episodes=episodes, reward="mae"))
+    model = shipped_world_model(task)
+    indices = list(range(len(task)))
+    rows: dict[str, list] = {"tokenizer_ceiling": [], "copy_last_frame_tokens": [], "model": []}
+    pixel_copy = []
+    started = time.perf_counter()
+    for start in range(0, len(indices), 16):
+        chunk = indices[start:start + 16]
+        prompts = np.stack([task.prompt_ids(i) for i in chunk])
+        given = None if layout == "single" else np.stack([task.given_action_tokens(i) for i in chunk])
+        rows["tokenizer_ceiling"] += task.verify(chunk, [task.target_ids(i) for i in chunk])
+        copies = [task.layout.response(np.tile(task.transition(i).meta["last_history_codes"],
+                                               (task.config.future_frames, 1)),
+                                       None if given is None else task.given_action_tokens(i)) for i in chunk]
+        rows["copy_last_frame_tokens"] += task.verify(chunk, copies)
+        for sample in range(samples):
+            responses = generate_responses(model, prompts, task.layout, given, temperature=1.0, top_k=100,
+                                           seed=seed + 1000 * sample + start)
+            rows["model"] += task.verify(chunk, list(responses))
+        for i in chunk:
+            transition = task.transition(i)
+            last = np.repeat(transition.state[-1:], task.config.future_frames, axis=0)
+            pixel_copy.append(metrics.video_prediction_metrics(last[None], transition.next_state[None]).mean())
+    table = {name: {key: _mean(results, key) for key in (*KEYS, "repetition")} for name, results in rows.items()}
+    table["copy_last_frame_pixels"] = {key: float(np.mean([m[key] for m in pixel_copy])) for key in KEYS}
+    return {"windows": len(task), "samples_per_window": samples, "seconds": round(time.perf_counter() - started, 1),
+            "model_card": model.card, "table": table}
+
+
+def tokenizer_report(episodes: int) -> dict:
+    """Reconstruction of every held-out frame, and flicker on near-identical consecutive frames."""
+    from rlvr_envs.video import metrics
+    from rlvr_envs.video.pusht import PushTEpisodeDataset
+    from rlvr_envs.video.task import _load_tokenizer, default_tokenizer_dir, embedded_heldout_dir
+
+    tokenizer = _load_tokenizer(str(default_tokenizer_dir()))
+    frames = [e.frames for e in PushTEpisodeDataset(embedded_heldout_dir(episodes, tokenizer.config.resolution[0]))]
+    codes = [tokenizer.encode(f) for f in frames]
+    decoded = torch.cat([tokenizer.decode(c) for c in codes])
+    truth = torch.as_tensor(np.concatenate(frames)).float() / 255.0
+    recon = {key: float(getattr(metrics, key)(decoded, truth).mean()) for key in KEYS}
+    agreements = []
+    for f, c in zip(frames, codes):
+        pixel = np.abs(f[1:].astype(np.float32) - f[:-1].astype(np.float32)).mean(axis=(1, 2, 3)) / 255.0
+        near = (pixel > 0) & (pixel < 0.002)
+        agreements += list((c[1:] == c[:-1]).mean(axis=1)[near])
+    return {"frames": int(len(truth)), "reconstruction": recon,
+            "flicker": {"pairs": len(agreements), "token_agreement": float(np.mean(agreements)) if agreements else None,
+                        "definition": "consecutive frames (10 fps) with 0 < pixel MAE < 0.002"}}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=12, help="size of the embedded held-out set")
+    parser.add_argument("--samples", type=int, default=2, help="model samples per window")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    result = {"command": "python -m benchmarks.video_world_models " + " ".join(argv or []),
+              "machine": f"{platform.machine()}, {args.threads} threads, CPU only",
+              "tokenizer": tokenizer_report(args.episodes),
+              "single": evaluate_layout("single", args.episodes, args.samples, args.seed),
+              "multi": evaluate_layout("multi", args.episodes, args.samples, args.seed)}
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "video_world_models.json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = [f"# PushT video world models vs baselines (embedded held-out set, {args.episodes} episodes)", "",
+             f"`{result['command']}` on {result['machine']}. Raw units: pixels in [0, 1], PSNR in dB.", "",
+             "Tokenizer reconstruction of all {frames} held-out frames: ".format(**result["tokenizer"])
+             + ", ".join(f"{k.upper()} {v:.4f}" for k, v in result["tokenizer"]["reconstruction"].items()) + ".",
+             f"Flicker: {result['tokenizer']['flicker']['pairs']} consecutive frame pairs with 0 < pixel MAE < 0.002 "
+             f"share {100 * (result['tokenizer']['flicker']['token_agreement'] or 0):.1f}% of their tokens.", ""]
+    for layout in ("single", "multi"):
+        block = result[layout]
+        lines += [f"## {layout}-step ({block['windows']} windows, {block['samples_per_window']} samples each)", "",
+                  "| prediction | MAE | MSE | PSNR | SSIM | repetition |", "|---|---:|---:|---:|---:|---:|"]
+        for name, row in block["table"].items():
+            rep = f"{100 * row['repetition']:.1f}%" if "repetition" in row else "n/a"
+            lines.append(f"| {name} | {row['mae']:.5f} | {row['mse']:.6f} | {row['psnr']:.2f} | {row['ssim']:.4f} | {rep} |")
+        lines.append("")
+    (RESULTS / "video_world_models.md").write_text("\n".join(lines))
+    print("\n".join(lines))
+    return result
+
+
+if __name__ == "__main__":
+    main()
