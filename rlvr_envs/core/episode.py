@@ -45,15 +45,17 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def integer_array(action: Any, what: str) -> np.ndarray:
-    """`action` as a 1-D integer array, refusing anything that is not integer token ids.
+def integer_array(action: Any, what: str, limit: int | None = None) -> np.ndarray:
+    """`action` as a 1-D integer array (its first `limit` values), refusing anything that
+    is not integer token ids.
 
     Floats, strings and bools are type errors (a silent cast would hide a policy bug);
-    Python ints too large for int64 arrive as object arrays and are kept exact.
+    Python ints too large for int64 arrive as object arrays and are kept exact (and checked
+    one by one, so only the `limit` values that count are checked).
     """
-    tokens = np.asarray(action)
+    tokens = np.asarray(action).reshape(-1)[:limit]
     if tokens.dtype.kind == "O":
-        flat = tokens.reshape(-1)
+        flat = tokens
         if not all(isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)) for t in flat):
             raise TypeError(f"{what} must hold integer token ids, got {[type(t).__name__ for t in flat[:3]]}")
         return flat
@@ -132,7 +134,7 @@ class Episode:
         if self.done:
             raise RuntimeError("step() called on a finished episode; call reset() first")
         task = self.task
-        tokens = integer_array(action, "a sequence-mode action")[: task.max_response_len]
+        tokens = integer_array(action, "a sequence-mode action", task.max_response_len)
         is_eos = tokens == task.eos_token_id
         if is_eos.any():
             tokens = tokens[: int(is_eos.argmax())]

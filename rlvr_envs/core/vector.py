@@ -112,7 +112,7 @@ class BatchedNextStatePredictionVectorEnv(VectorEnv):
             raise ValueError(f"expected {self.num_envs} actions, got {len(actions)}")
         # validate every action before any episode moves, so a bad one leaves the batch intact
         if self.mode == "sequence":
-            actions = [integer_array(a, "a sequence-mode action") for a in actions]
+            actions = [integer_array(a, "a sequence-mode action", self.task.max_response_len) for a in actions]
             for episode, action in zip(self._episodes, actions):
                 episode.set_response(action)
         else:
