@@ -217,7 +217,9 @@ def test_out_of_vocabulary_token_scores_the_minimum_and_names_the_token(bad):
 def test_sequence_mode_out_of_vocabulary_ids_score_the_minimum(vector):
     huge = np.array([2, 2**64 - 1], dtype=np.uint64)  # would wrap to -1 if cast to int64
     as_list = [2, 2**70]  # arrives as an object array
-    for action, named in ((huge, str(2**64 - 1)), (as_list, str(2**70)), (np.array([2, -3]), "-3")):
+    as_floats = [2, 2**63 + 5]  # numpy would make this list float64
+    for action, named in ((huge, str(2**64 - 1)), (as_list, str(2**70)), (as_floats, str(2**63 + 5)),
+                          (np.array([2, -3]), "-3")):
         if vector:
             env = BatchedNextStatePredictionVectorEnv(EchoTask(), num_envs=2)
             env.reset(options={"index": 1})

@@ -149,7 +149,7 @@ def test_extraction_memory_is_linear():
 #: numpy turns a Python list that mixes ids >= 2**63 with other ints into float64, which
 #: rlvr_envs.core.episode.integer_array then refuses as TypeError instead of naming the id
 #: (reported; core/episode.py is not this suite's to change)
-KNOWN_BUGS = {"id 2**63 + 5 (Python int)": "episode.integer_array: [5, 2**63 + 5] becomes float64 (TypeError)"}
+KNOWN_BUGS: dict[str, str] = {}  # case -> why it fails (strict xfail); empty: every case passes
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)

@@ -54,6 +54,11 @@ def integer_array(action: Any, what: str, limit: int | None = None) -> np.ndarra
     one by one, so only the `limit` values that count are checked).
     """
     tokens = np.asarray(action).reshape(-1)[:limit]
+    if tokens.dtype.kind == "f" and not isinstance(action, np.ndarray):
+        # numpy turns a list mixing small ints with ints of 2**63 or more into floats: keep them exact
+        exact = np.asarray(action, dtype=object).reshape(-1)[:limit]
+        if all(isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)) for t in exact):
+            tokens = exact
     if tokens.dtype.kind == "O":
         flat = tokens
         if not all(isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)) for t in flat):
