@@ -11,16 +11,21 @@ and memory.
 from __future__ import annotations
 
 import functools
+import json
+import re
 import time
 import tracemalloc
 
 import gymnasium as gym
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import rlvr_envs  # noqa: F401  (registers the ids)
 from benchmarks.hostile_inputs import BOUND_S, action_cases, run_text_case, text_cases, tree_cases
-from rlvr_envs.core.answer import AnswerError, extract_answer, parse_json_object
+from rlvr_envs.core.answer import (
+    AnswerError, _fenced_blocks, extract_answer, parse_json_object, python_literals_to_json)
 from rlvr_envs.web.acctree import TreeParseError, extract_changes, parse_item, parse_tree
 from rlvr_envs.web.changes import parse_changes
 
@@ -87,6 +92,29 @@ def test_valid_large_json_still_parses():
     # harmless defects are repaired at any size by a linear rewrite, not json_repair
     repaired = parse_json_object("{'modified': [" + "{'uuid': 1, 'ok': True, 'x': None}, " * 5_000 + "], }")
     assert len(repaired["modified"]) == 5_000 and repaired["modified"][0] == {"uuid": 1, "ok": True, "x": None}
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(["`", "``", "```", "a", "B", " ", "\t", "\n", "x y", "1"]), max_size=25).map("".join))
+def test_fence_scan_equals_the_former_regular_expression(text):
+    assert _fenced_blocks(text) == re.findall(r"```[a-zA-Z]*[ \t]*\n?(.*?)```", text, re.DOTALL)
+
+
+_python_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.text("ab '\"\\\né", max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text("ab'\"", max_size=4), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_python_values)
+def test_python_literals_rewrite_reads_python_reprs(value):
+    """Single quotes, True/False/None and trailing commas (the defects a model copies from
+    Python) are repaired in one linear pass at any size."""
+    text = repr(value)
+    assert json.loads(python_literals_to_json(text)) == value
+    if isinstance(value, (list, dict)) and value:
+        assert json.loads(python_literals_to_json(text[:-1] + ",\n" + text[-1])) == value
 
 
 def test_fenced_blocks_are_found_in_linear_time():

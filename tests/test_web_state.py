@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections import Counter
 
 import gymnasium as gym
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 from rlvr_envs.web import wma
 from rlvr_envs.web.mini_web import MiniWebConfig, generate
 from rlvr_envs.core.answer import AnswerError
-from rlvr_envs.web.changes import ChangeList, canonical_line, parse_changes, score_changes
+from rlvr_envs.web.changes import ChangeList, _title, canonical_line, parse_changes, score_changes
 from tests.samples import EXPECTED, real_records, shared_data_or_skip, write_jsonl
 
 
@@ -114,6 +115,19 @@ def test_unchanged_pages_score_one_exactly_when_no_item_is_predicted():
     m = score_changes(parse_changes(unchanged.text().replace("Updated items:\nNone", "Updated items:\n[5] link 'x'")),
                       unchanged)
     assert (m["f1"], m["updated_f1"], m["new_f1"]) == (0.0, 0.0, 1.0)
+
+
+_REF_TITLE = re.compile(r"^\s*(?:#+\s*)?(?:\*\*)?\s*(new|deleted|updated)\s+items\s*(?:\*\*)?\s*:\s*(?:\*\*)?(.*)$",
+                        re.IGNORECASE)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from([" ", "\t", "\n", "#", "*", "**", "new", "NEW", "Deleted", "updated", "items",
+                                 "ITEMS", ":", "x", "\u017f", "\u3000", " items:", "new items"]), max_size=10).map("".join))
+def test_title_scan_equals_the_former_regular_expression(line):
+    """The linear title scan accepts what the former (backtracking) expression accepted."""
+    match = _REF_TITLE.match(line)
+    assert _title(line) == ((match.group(1).lower(), match.group(2)) if match else None)
 
 
 def test_canonical_line_only_normalises_items():
