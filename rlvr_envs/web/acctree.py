@@ -29,6 +29,13 @@ next tree's line), unmatched next-tree items are *new*, unmatched current-tree i
 match something (so an unrelated new heading can come out as an "update" of a deleted
 link), a pair is only allowed between items that are plausibly the same node: the same id,
 or the same role and name (a node re-rendered under a new id).
+
+**Bounded work.** Model output and downloaded data go through these functions, so every
+step is linear or near-linear in its input: item lines are read by string scanning and
+regular expressions without overlapping quantifiers (the former patterns took 91 s on one
+100 KB line), and the matching groups look-alike items instead of costing every pair (the
+former dense assignment took 20 s and 742 MB for 2,000 identical items and could not run
+100,000; now about a second). See `match_items` for when the result is the exact optimum.
 """
 
 from __future__ import annotations
