@@ -7,7 +7,6 @@ The extraction is checked line by line on the two real WebArena (tree, next tree
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from collections import Counter
 
@@ -18,7 +17,7 @@ from hypothesis import strategies as st
 from rlvr_envs.web.acctree import (
     UNMATCHED_COST, Item, TreeParseError, extract_changes, match_cost, match_items, matchable, parse_item,
     parse_tree, quote_name)
-from tests.samples import EXPECTED, real_pairs, shared_data_or_skip
+from tests.samples import EXPECTED, real_pairs
 
 
 # -- the real pairs ---------------------------------------------------------------------------

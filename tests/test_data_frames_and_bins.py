@@ -135,7 +135,7 @@ def test_action_bins_validation():
 @pytest.mark.parametrize(
     "text, message",
     [
-        ('{"values": [[-1, 1], [0, 2]', r"ranges.json: the action ranges file is not valid JSON at line 1 column \d+"),
+        ('{"values": [[-1, 1], [0, 2]', r"ranges.json:1: the action ranges file is not valid JSON \(column \d+"),
         ('{"values": [[-1, 1], [0, "2"]]}', r"ranges.json: 'values' row 1 is \[0, '2'\], expected \[min, max\] numbers"),
         ('{"values": [[-1, 1], [2, 0]]}', r"ranges.json: dimension 1: high 0.0 < low 2.0"),
         ('{"values": [[-1, 1], [0, NaN]]}', r"ranges.json: dimension 1: range \[0.0, nan\] is not finite"),

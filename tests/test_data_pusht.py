@@ -176,7 +176,7 @@ def test_truncated_config_json_names_the_file_and_line(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # written through a temporary file
     path.write_text(path.read_text()[:60])
     for attempt in (lambda: pusht.PushTEpisodeDataset(tmp_path), lambda: pusht.generate_dataset(config, tmp_path)):
-        with pytest.raises(DataError, match=r"config.json: the PushT config is not valid JSON at line \d+ column \d+"
+        with pytest.raises(DataError, match=r"config.json:\d+: the PushT config is not valid JSON \(column \d+"
                                             r".*delete it to start over"):
             attempt()
     path.write_text(json.dumps({"format": pusht.FORMAT_NAME, "version": pusht.FORMAT_VERSION,

@@ -279,8 +279,8 @@ def test_truncated_manifest_names_file_and_line(shards, tmp_path):
     manifest = out / "manifest.json"
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]  # written through a temporary file
     manifest.write_text(manifest.read_text()[:150])
-    with pytest.raises(DataError, match=r"manifest.json: the RT-1 conversion manifest is not valid JSON at "
-                                        r"line 1 column \d+ .*delete it to re-check"):
+    with pytest.raises(DataError, match=r"manifest.json:1: the RT-1 conversion manifest is not valid JSON "
+                                        r"\(column \d+.*delete it to re-check"):
         rt1.convert_rlds_to_npz(src, out, progress=False)
     manifest.write_text(json.dumps({"format": rt1.MANIFEST_FORMAT, "shards": {"a.tfrecord": {"episodes": "3"}}}))
     with pytest.raises(RT1FormatError, match=r"manifest.json: entry for shard 'a.tfrecord': field 'signature'"):
@@ -404,7 +404,7 @@ def test_key_listing_keeps_the_informative_keys_when_truncating():
 
 
 def test_a_conversion_into_a_folder_in_use_is_refused(shards, tmp_path):
-    from rlvr_envs.video._files import OutputInUse, OutputLock
+    from rlvr_envs.core.files import OutputInUse, OutputLock
 
     src, _ = shards
     with OutputLock(tmp_path / "npz", "another conversion"):

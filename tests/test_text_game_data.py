@@ -155,8 +155,8 @@ def test_a_damaged_zip_is_a_data_error(tmp_path, good_row):
 
 
 RULE_CORRUPTIONS = [
-    ("not UTF-8", b'{\n  "boil-pot": "caf\xe9"\n}', r"object_rules\.json:2: not UTF-8 text"),
-    ("corrupt JSON", b'{\n  "boil-pot": "x",\n  "freeze-tray": \n}', r"object_rules\.json:4: corrupt JSON"),
+    ("not UTF-8", b'{\n  "boil-pot": "caf\xe9"\n}', r"object_rules\.json:2: the object rules file is not UTF-8 text"),
+    ("corrupt JSON", b'{\n  "boil-pot": "x",\n  "freeze-tray": \n}', r"object_rules\.json:4: the object rules file is not valid JSON"),
     ("an array", b'["boil-pot"]', r"object_rules\.json: expected a JSON object of game name -> object rule text"),
     ("rule not text", b'{\n  "boil-pot": "x",\n  "freeze-tray": ["a", "b"]\n}',
      r"object_rules\.json:3: the object rules of game 'freeze-tray' must be text, got a JSON array"),

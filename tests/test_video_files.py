@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from rlvr_envs.core.errors import DataError
+from rlvr_envs.core import files
 from rlvr_envs.video import _files
 
 
@@ -57,9 +58,9 @@ def test_read_npz_names_file_and_array_for_missing_truncated_and_flipped_data(tm
 
 def test_atomic_writer_leaves_the_old_file_or_the_new_one(tmp_path):
     path = tmp_path / "config.json"
-    _files.write_json_atomic(path, {"a": 1})
+    files.write_json_atomic(path, {"a": 1})
     with pytest.raises(RuntimeError):
-        with _files.atomic_writer(path, "w") as handle:
+        with files.atomic_writer(path, "w") as handle:
             handle.write('{"a": 2, "b"')
             raise RuntimeError("killed mid-write")
     assert json.loads(path.read_text()) == {"a": 1}
@@ -67,7 +68,7 @@ def test_atomic_writer_leaves_the_old_file_or_the_new_one(tmp_path):
     # a writer killed outright leaves its temporary file; the next run under the lock removes it
     stale = tmp_path / ".config.json.12345.0123abcd.tmp"
     stale.write_text("{")
-    assert _files.remove_stale_temporaries(tmp_path) == 1 and not stale.exists()
+    assert files.remove_stale_temporaries(tmp_path) == 1 and not stale.exists()
     assert oct(path.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
 
 
@@ -80,14 +81,14 @@ def _umask() -> int:
 def test_read_json_names_file_line_and_column(tmp_path):
     path = tmp_path / "manifest.json"
     path.write_text('{\n  "shards": {\n    "a": 1,\n')
-    with pytest.raises(DataError, match=r"manifest.json: the manifest is not valid JSON at line 4 column 1 .*; redo"):
-        _files.read_json(path, "the manifest", "redo")
+    with pytest.raises(DataError, match=r"manifest.json:4: the manifest is not valid JSON \(column 1.*; redo"):
+        files.read_json(path, "the manifest", "redo")
     path.write_text("")
     with pytest.raises(DataError, match=r"manifest.json: the manifest is empty"):
-        _files.read_json(path, "the manifest")
+        files.read_json(path, "the manifest")
     path.write_bytes(b'{"a": "\xff"}')
-    with pytest.raises(DataError, match=r"manifest.json: the manifest is not UTF-8 text \(byte 7\)"):
-        _files.read_json(path, "the manifest")
+    with pytest.raises(DataError, match=r"manifest.json:1: the manifest is not UTF-8 text \(byte 0x[0-9a-f]{2}\)"):
+        files.read_json(path, "the manifest")
 
 
 def test_episode_numbers_take_ascii_digits_only():
@@ -99,15 +100,15 @@ def test_episode_numbers_take_ascii_digits_only():
 
 def test_a_lock_held_by_a_killed_process_is_taken_over(tmp_path):
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from rlvr_envs.video._files import OutputLock; "
+        [sys.executable, "-c", "import sys, time; from rlvr_envs.core.files import OutputLock; "
          "OutputLock(sys.argv[1], 'holder').acquire(); print('locked', flush=True); time.sleep(60)", str(tmp_path)],
         stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "locked"
-        with pytest.raises(_files.OutputInUse, match=rf"pid {holder.pid}: `holder`"):
-            _files.OutputLock(tmp_path, "second").acquire()
+        with pytest.raises(files.OutputInUse, match=rf"pid {holder.pid}: `holder`"):
+            files.OutputLock(tmp_path, "second").acquire()
     finally:
         holder.kill()
         holder.wait()
-    with _files.OutputLock(tmp_path, "third") as lock:
+    with files.OutputLock(tmp_path, "third") as lock:
         assert lock.holder()["command"] == "third" and lock.holder()["pid"] == os.getpid()

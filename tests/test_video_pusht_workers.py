@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from rlvr_envs.video import pusht
-from rlvr_envs.video._files import LOCK_NAME, OutputInUse, OutputLock
-from rlvr_envs.video._workers import WorkerFailed, run_parallel
+from rlvr_envs.core.files import LOCK_NAME, OutputInUse, OutputLock
+from rlvr_envs.core.workers import WorkerFailed, run_parallel
 
 REPO = Path(__file__).resolve().parents[1]
 linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process states from /proc")

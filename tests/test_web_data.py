@@ -63,9 +63,9 @@ def test_non_utf8_jsonl_is_named_by_file_and_line(tmp_path):
     path = tmp_path / "wma" / "records.jsonl"
     path.parent.mkdir()
     path.write_bytes(good + b"\n" + b'{"url": "caf\xe9"}\n' + good + b"\n")
-    with pytest.raises(DataError, match=r"records\.jsonl line 2: not UTF-8 text \(byte 0xe9 at column 13\)"):
+    with pytest.raises(DataError, match=r"records\.jsonl:2: not UTF-8 text \(byte 0xe9 at column 13\)"):
         wma.load_records(tmp_path)
-    with pytest.warns(UserWarning, match=r"skipped 1 corrupt WMA row\(s\); first: .*line 2: not UTF-8"):
+    with pytest.warns(UserWarning, match=r"skipped 1 corrupt WMA row\(s\); first: .*:2: not UTF-8"):
         assert len(wma.load_records(tmp_path, on_corrupt="skip")) == 2
 
 
@@ -75,13 +75,13 @@ def test_non_utf8_json_is_named_by_file_and_line(tmp_path):
     text = json.dumps({"data": real_records()}, indent=1).encode("utf-8")
     path.write_bytes(text.replace(b"OpenStreetMap", b"OpenStreet\xffMap", 1))
     line = text[: text.index(b"OpenStreetMap")].count(b"\n") + 1
-    with pytest.raises(DataError, match=rf"records\.json line {line}: not UTF-8 text \(byte 0xff\)"):
+    with pytest.raises(DataError, match=rf"records\.json:{line}: the WMA records file is not UTF-8 text \(byte 0xff\)"):
         wma.load_records(tmp_path)
 
 
 def test_bad_rows_raise_data_error(tmp_path):
     write_jsonl(tmp_path / "wma" / "records.jsonl", [real_records()[0], {"next_state_acctree": "[1] a 'b'"}])
-    with pytest.raises(DataError, match=r"records\.jsonl line 2: missing column\(s\)"):
+    with pytest.raises(DataError, match=r"records\.jsonl:2: missing column\(s\)"):
         wma.load_records(tmp_path)
 
 

@@ -288,12 +288,12 @@ def test_corrupt_rows_are_named_by_file_and_row(tmp_path):
     path = tmp_path / "wma" / "bad.jsonl"
     path.parent.mkdir()
     path.write_text(json.dumps(good) + "\n{not json\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"bad\.jsonl line 2: corrupt JSON"):
+    with pytest.raises(ValueError, match=r"bad\.jsonl:2: corrupt JSON"):
         wma.load_records(tmp_path)
     path.write_text(json.dumps(good) + "\n" + json.dumps({"url": "x", "next_state_acctree": "[1] a 'b'"}) + "\n")
-    with pytest.raises(ValueError, match=r"bad\.jsonl line 2: missing column\(s\) \['observation', 'current_action'\]"):
+    with pytest.raises(ValueError, match=r"bad\.jsonl:2: missing column\(s\) \['observation', 'current_action'\]"):
         wma.load_records(tmp_path)
-    with pytest.warns(UserWarning, match=r"skipped 1 corrupt WMA row\(s\); first: .*bad\.jsonl line 2"):
+    with pytest.warns(UserWarning, match=r"skipped 1 corrupt WMA row\(s\); first: .*bad\.jsonl:2"):
         assert len(wma.load_records(tmp_path, on_corrupt="skip")) == 1
     path.unlink()
     (tmp_path / "wma" / "list.json").write_text(json.dumps({"data": [good, {**good, "observation": 5}]}))

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from rlvr_envs.core.errors import DataError, DownloadError
+from rlvr_envs.core.files import read_json
 from rlvr_envs.core.paths import data_root
 
 ROW_KEYS = ("current_state", "action_state", "tick_state", "current_score_state", "next_score_state", "game",
@@ -242,22 +243,12 @@ def load_rules(data_dir: str | os.PathLike | None) -> dict[str, dict[str, str]]:
         path = folder / f"{kind}_rules.json"
         if not path.exists():
             raise _missing(f"{kind} rules", path, root)
-        raw = path.read_bytes()
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = raw.count(b"\n", 0, exc.start) + 1
-            raise DataError(f"{path}:{line}: not UTF-8 text (byte {raw[exc.start:exc.start + 1]!r}); "
-                            f"re-download it") from None
-        try:
-            rules = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}:{exc.lineno}: corrupt JSON (column {exc.colno}: {exc.msg})") from None
+        rules = read_json(path, f"the {kind} rules file", "re-download it")
         if not isinstance(rules, dict):
             raise DataError(f"{path}: expected a JSON object of game name -> {kind} rule text, got {_kind(rules)}")
         for game, rule in rules.items():
             if not isinstance(rule, str):
-                line = _line_of(text, json.dumps(game))
+                line = _line_of(path.read_text(encoding="utf-8"), json.dumps(game))
                 raise DataError(f"{path}{f':{line}' if line else ''}: the {kind} rules of game {game!r} must be "
                                 f"text, got {_kind(rule)}")
         per_kind[kind] = rules

@@ -78,7 +78,7 @@ class ActionBins:
 
         A broken file raises `DataError` naming the file and the row or field at fault.
         """
-        from rlvr_envs.video._files import read_json
+        from rlvr_envs.core.files import read_json
 
         if not 2 <= num_bins <= 65536:
             raise ValueError(f"num_bins must be in [2, 65536]; got {num_bins}")

@@ -36,7 +36,7 @@ records each npz file's size; a finished shard is skipped only when every npz it
 is still there at that size, else the shard is redone. Redoing a shard opens each npz it
 already has in full (zip CRCs, shapes) and compares its actions with the record's, and
 rewrites the ones that fail (`ConversionReport.redone`). One conversion at a time per
-output folder (`OUT/.rlvr-world.lock`, see `rlvr_envs.video._files`).
+output folder (`OUT/.rlvr-world.lock`, see `rlvr_envs.core.files`).
 """
 
 from __future__ import annotations
@@ -53,15 +53,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from rlvr_envs.core.errors import DataError
-from rlvr_envs.video._files import (
-    OutputLock,
-    atomic_writer,
-    episode_number,
-    read_json,
-    read_npz,
-    remove_stale_temporaries,
-    write_json_atomic,
-)
+from rlvr_envs.core.files import OutputLock, atomic_writer, read_json, remove_stale_temporaries, write_json_atomic
+from rlvr_envs.video._files import episode_number, read_npz
 
 ACTION_KEYS: tuple[tuple[str, int], ...] = (
     ("base_displacement_vector", 2),

@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_envs.core.errors import DataError, DownloadError
+from rlvr_envs.core.files import read_json
 from rlvr_envs.core.paths import data_root
 
 SUBDIR = "wma"
@@ -163,7 +164,7 @@ def _decode_utf8(data: bytes, where: str) -> str:
 
 
 def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
-    """(where, row) for every row of a file; `where` is `file row N` or `file line N`.
+    """(where, row) for every row of a file; `where` is `file row N` (0-based) or `file:LINE`.
 
     A row that cannot be read is yielded as a `DataError` (so `on_corrupt="skip"` can
     count it); a file (or parquet page) that cannot be read raises `DataError`.
@@ -194,7 +195,7 @@ def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
     elif path.suffix == ".jsonl":
         with open(path, "rb") as handle:
             for number, raw in enumerate(handle, start=1):
-                where = f"{path} line {number}"
+                where = f"{path}:{number}"
                 try:
                     line = _decode_utf8(raw, where)
                 except DataError as exc:
@@ -209,19 +210,7 @@ def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
                 except RecursionError:
                     yield where, DataError(f"{where}: corrupt JSON (nested too deeply)")
     else:
-        data = path.read_bytes()
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            line = data.count(b"\n", 0, exc.start) + 1
-            raise DataError(f"{path} line {line}: not UTF-8 text (byte 0x{data[exc.start]:02x}); WMA files are "
-                            f"UTF-8, re-export or re-download the file") from None
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{path}: corrupt JSON ({exc.msg} at line {exc.lineno})") from None
-        except RecursionError:
-            raise DataError(f"{path}: corrupt JSON (nested too deeply)") from None
+        data = read_json(path, "the WMA records file", "WMA files are UTF-8 JSON: re-export or re-download it")
         if isinstance(data, dict) and isinstance(data.get("data"), list):
             data = data["data"]
         if not isinstance(data, list):

@@ -44,7 +44,7 @@ On-disk format (`FORMAT_NAME`, version `FORMAT_VERSION`)::
 npz is lossless, so `load_episode(save_episode(e)) == e` bit for bit.
 """
 
-from rlvr_envs.video._files import OutputInUse
+from rlvr_envs.core.files import OutputInUse
 from rlvr_envs.video.pusht.command import (
     EpisodeWriter,
     add_data_arguments,

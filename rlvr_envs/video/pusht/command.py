@@ -3,7 +3,7 @@
 One run at a time per folder: the run holds `OUT/.rlvr-world.lock` (pid, command, start
 time, worker pids) and a second run into the same folder is refused while the first or
 any of its workers is alive; a lock left by a killed run is taken over. Workers end with
-the run that started them, however it ends (see `rlvr_envs.video._workers`), so killing
+the run that started them, however it ends (see `rlvr_envs.core.workers`), so killing
 the command never leaves processes writing into OUT.
 
 Resuming checks what is already there: every existing episode file is read in full (zip
@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_envs.core.errors import DataError
-from rlvr_envs.video._files import OutputLock, remove_stale_temporaries, write_json_atomic
-from rlvr_envs.video._workers import ORPHANED_EXIT, orphaned, run_parallel
+from rlvr_envs.core.files import OutputLock, remove_stale_temporaries, write_json_atomic
+from rlvr_envs.core.workers import ORPHANED_EXIT, orphaned, run_parallel
 from rlvr_envs.video.pusht.episodes import (
     POLICIES,
     PushTFormatError,

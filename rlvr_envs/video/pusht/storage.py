@@ -23,7 +23,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from rlvr_envs.core.errors import DataError
-from rlvr_envs.video._files import atomic_writer, episode_number, read_json, read_npz, write_json_atomic
+from rlvr_envs.core.files import atomic_writer, read_json, write_json_atomic
+from rlvr_envs.video._files import episode_number, read_npz
 from rlvr_envs.video.pusht.episodes import PushTEpisode, PushTFormatError, PushTGenerationConfig
 from rlvr_envs.video.pusht.physics import ENV_ID
 
