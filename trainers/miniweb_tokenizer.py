@@ -12,13 +12,13 @@ phrases) on MiniWeb train-split prompts and gold answers, and ships as the defau
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
 from dataclasses import dataclass
 
 from rlvr_envs.core.tokenizers import EMBEDDED
+from trainers.common import parse_dataclass_args
 
 
 @dataclass
@@ -75,11 +75,7 @@ def main(args: Args) -> dict:
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    for f in dataclasses.fields(Args):
-        default = getattr(Args(), f.name)
-        parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(default), default=default)
-    return Args(**vars(parser.parse_args(argv)))
+    return parse_dataclass_args(Args, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,6 @@ reward stays near 0 (as does a random policy). It is the floor that language wor
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
@@ -26,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 
 import rlvr_envs  # noqa: F401  (registers the RLVRWorld ids)
+from trainers.common import parse_dataclass_args
 
 
 @dataclass
@@ -128,10 +128,7 @@ def main(args: Args) -> dict:
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for field in dataclasses.fields(Args):
-        parser.add_argument(f"--{field.name.replace('_', '-')}", type=type(field.default), default=field.default)
-    return Args(**vars(parser.parse_args(argv)))
+    return parse_dataclass_args(Args, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ Design choices, each for the small models this tokenizer serves:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import time
@@ -28,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rlvr_envs.core.tokenizers import EMBEDDED
+from trainers.common import parse_dataclass_args
 
 EOS, PAD = "<|endoftext|>", "<|pad|>"
 
@@ -151,17 +151,7 @@ def main(args: Args) -> dict:
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    defaults = Args()
-    for f in dataclasses.fields(Args):
-        default = getattr(defaults, f.name)
-        if isinstance(default, tuple):
-            parser.add_argument(f"--{f.name.replace('_', '-')}", nargs="+", default=default)
-        else:
-            parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(default), default=default)
-    namespace = parser.parse_args(argv)
-    values = {k: tuple(v) if isinstance(v, list) else v for k, v in vars(namespace).items()}
-    return Args(**values)
+    return parse_dataclass_args(Args, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

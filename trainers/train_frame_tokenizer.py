@@ -15,7 +15,6 @@ Checkpoints (`--out/checkpoint/`) let an interrupted run resume with `--resume`.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import platform
@@ -26,6 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from trainers.common import parse_dataclass_args
 
 
 @dataclass
@@ -156,13 +157,7 @@ def main(args: Args) -> dict:
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for f in dataclasses.fields(Args):
-        if f.type == "bool" or isinstance(f.default, bool):
-            parser.add_argument(f"--{f.name.replace('_', '-')}", action="store_true")
-        else:
-            parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
-    return Args(**vars(parser.parse_args(argv)))
+    return parse_dataclass_args(Args, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

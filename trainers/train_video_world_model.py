@@ -19,7 +19,6 @@ a model card (`card.json`) holding data, command, steps, wall time and held-out 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import platform
@@ -30,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
+from trainers.common import parse_dataclass_args
 
 
 @dataclass
@@ -214,13 +215,7 @@ def main(args: Args) -> dict:
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for f in dataclasses.fields(Args):
-        if isinstance(f.default, bool):
-            parser.add_argument(f"--{f.name.replace('_', '-')}", action="store_true")
-        else:
-            parser.add_argument(f"--{f.name.replace('_', '-')}", type=type(f.default), default=f.default)
-    return Args(**vars(parser.parse_args(argv)))
+    return parse_dataclass_args(Args, __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":
