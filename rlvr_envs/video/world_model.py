@@ -68,7 +68,7 @@ def _cache_argument(model) -> str:
 
 
 def _kv_cache(output):
-    return output.get("cache", output.get("past_key_values"))
+    return output["cache"] if "cache" in output else output["past_key_values"]
 
 
 @torch.no_grad()
