@@ -177,13 +177,8 @@ def test_extraction_memory_is_linear():
 #: numpy turns a Python list that mixes ids >= 2**63 with other ints into float64, which
 #: rlvr_envs.core.episode.integer_array then refuses as TypeError instead of naming the id
 #: (reported; core/episode.py is not this suite's to change)
-KNOWN_BUGS: dict[str, str] = {}  # case -> why it fails (strict xfail); empty: every case passes
-
-
 @pytest.mark.parametrize("env_id", ENV_IDS)
-@pytest.mark.parametrize("case", [
-    pytest.param(case, marks=pytest.mark.xfail(reason=KNOWN_BUGS[case], strict=True)) if case in KNOWN_BUGS else case
-    for case in action_cases(1024)])
+@pytest.mark.parametrize("case", list(action_cases(1024)))
 def test_hostile_actions_through_gym_make(env_id, case):
     from benchmarks.hostile_inputs import run_action_case
 
