@@ -201,3 +201,14 @@ def test_rgb_render_shows_prediction_above_truth(pusht_dir, tokenizer_dir):
     frame = env.render()
     assert frame.shape == (64, 64, 3) and frame.dtype == np.uint8
     assert np.array_equal(frame[32:], np.concatenate(list(task.transition(0).next_state), axis=1))
+
+
+def test_readme_pusht_example_runs_as_written(capsys):
+    """The README's PushT block: the shipped model's response to a held-out prompt, scored."""
+    from tests.samples import REPO
+
+    readme = (REPO / "README.md").read_text()
+    block = next(b.split("```", 1)[0] for b in readme.split("```python\n")[1:] if "PushT-MultiStep-v0" in b)
+    exec(compile(block, "README.md", "exec"), {})
+    reward, ceiling = (float(v) for v in capsys.readouterr().out.split())
+    assert -1.0 <= reward <= 0.0 and -1.0 <= ceiling <= 0.0
