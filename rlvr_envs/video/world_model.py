@@ -68,7 +68,10 @@ def _cache_argument(model) -> str:
 
 
 def _kv_cache(output):
-    return output["cache"] if "cache" in output else output["past_key_values"]
+    for name in ("cache", "past_key_values"):  # no cache at all when use_cache=False
+        if name in output:
+            return output[name]
+    return None
 
 
 @torch.no_grad()
