@@ -208,7 +208,8 @@ def test_readme_pusht_example_runs_as_written(capsys):
     from tests.samples import REPO
 
     readme = (REPO / "README.md").read_text()
-    block = next(b.split("```", 1)[0] for b in readme.split("```python\n")[1:] if "PushT-MultiStep-v0" in b)
+    blocks = [b.split("```", 1)[0] for b in readme.split("```python\n")[1:]]
+    block = next(b for b in blocks if "PushT-MultiStep-v0" in b)
     exec(compile(block, "README.md", "exec"), {})
     reward, ceiling = (float(v) for v in capsys.readouterr().out.split())
     assert -1.0 <= reward <= 0.0 and -1.0 <= ceiling <= 0.0
