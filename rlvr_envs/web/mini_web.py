@@ -35,8 +35,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 
+from rlvr_envs.core.util import index_rng
 from rlvr_envs.web.acctree import Item
 
 SITES = ("shop", "forum", "admin")
@@ -497,8 +497,7 @@ class _Browser:
 
 def generate(config: MiniWebConfig, seed: int, index: int) -> dict[str, Any]:
     """One transition as a WMA-style record (a pure function of its arguments)."""
-    state = np.random.SeedSequence([int(seed), int(index)]).generate_state(2)
-    rng = random.Random(int(state[0]) << 32 | int(state[1]))
+    rng = index_rng(seed, index)
     browser = _Browser(rng, config)
     objective = browser.objective()
     previous = ["None"]

@@ -27,6 +27,7 @@ from typing import Any
 
 from rlvr_envs.core.task import TextTask
 from rlvr_envs.core.types import RewardResult, Transition
+from rlvr_envs.core.util import as_tuple
 from rlvr_envs.web import mini_web, wma
 from rlvr_envs.web.acctree import extract_changes, parse_tree
 from rlvr_envs.web.changes import SECTIONS, ChangeList, parse_changes, score_changes
@@ -283,8 +284,7 @@ class MiniWebTaskConfig:
     max_response_len: int | None = None  #: response budget (default: longest gold + 25%)
 
     def __post_init__(self):
-        if not isinstance(self.sites, tuple):
-            object.__setattr__(self, "sites", (self.sites,) if isinstance(self.sites, str) else tuple(self.sites))
+        object.__setattr__(self, "sites", as_tuple(self.sites))
 
     def generator_config(self) -> mini_web.MiniWebConfig:
         return mini_web.MiniWebConfig(sites=self.sites, list_items=self.list_items, list_extra=self.list_extra,
