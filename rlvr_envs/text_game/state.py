@@ -244,7 +244,7 @@ def changed_fields(current: dict[tuple, Any], gold: dict[tuple, Any]) -> set[tup
 
 
 def score_prediction(current_flat: dict[tuple, Any], gold_flat: dict[tuple, Any],
-                     predicted_flat: dict[tuple, Any]) -> dict[str, float]:
+                     predicted_flat: dict[tuple, Any], changed: Iterable[tuple] | None = None) -> dict[str, float]:
     """Every metric component of a rebuilt prediction against the gold next state.
 
     Fields are the union of both sides' keys, so a field only one side has is wrong."""
@@ -257,7 +257,8 @@ def score_prediction(current_flat: dict[tuple, Any], gold_flat: dict[tuple, Any]
     score_keys = {k for k in all_keys if k[0] == "score"}
     obj_ok, obj_n = agree(object_keys)
     score_ok, score_n = agree(score_keys)
-    changed = changed_fields(current_flat, gold_flat)
+    if changed is None:  # tasks pass the transition's changed fields, computed once when it is built
+        changed = changed_fields(current_flat, gold_flat)
     changed_ok, changed_n = agree(changed)
     acc_objects = obj_ok / obj_n if obj_n else 1.0
     acc_score = score_ok / score_n if score_n else 1.0

@@ -71,7 +71,7 @@ def row_to_transition(row: Mapping[str, Any], split: str, rules: Mapping[str, st
     after = text_state.objects_by_uuid(tick["objects"])
     current_flat = text_state.flatten_state(before, current_score)
     gold_flat = text_state.flatten_state(after, next_score)
-    changed = bool(text_state.changed_fields(current_flat, gold_flat))
+    changed_fields = frozenset(text_state.changed_fields(current_flat, gold_flat))
     return Transition(
         uid=f"{row['game']}/{row['state_id']}",
         state={"objects": current["objects"], "score": current_score, "max_UUID": current["max_UUID"],
@@ -80,9 +80,9 @@ def row_to_transition(row: Mapping[str, Any], split: str, rules: Mapping[str, st
         next_state={"objects": tick["objects"], "score": next_score},
         target=text_state.state_difference(current["objects"], tick["objects"], next_score),
         split=split,
-        changed=changed,
+        changed=bool(changed_fields),
         meta={"game": row["game"], "state_id": row["state_id"], "rules": rules,
-              "current_flat": current_flat, "gold_flat": gold_flat},
+              "current_flat": current_flat, "gold_flat": gold_flat, "changed_fields": changed_fields},
     )
 
 
@@ -137,7 +137,8 @@ class TextGameTask(TextTask):
 
     def score(self, index: int, prediction: text_state.RebuiltState) -> RewardResult:
         meta = self.transition(index).meta
-        metrics = text_state.score_prediction(meta["current_flat"], meta["gold_flat"], prediction.flatten())
+        metrics = text_state.score_prediction(meta["current_flat"], meta["gold_flat"], prediction.flatten(),
+                                              meta["changed_fields"])
         reward = metrics["exact"] if self.reward == "binary" else metrics["task_reward"]
         return RewardResult(reward=reward, metrics=metrics, parsed=True,
                             prediction={"objects": list(prediction.objects.values()), "score": prediction.score,
