@@ -30,6 +30,21 @@ def episode_number(name: str, pattern: re.Pattern[str]) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def episode_paths(folder: Path, pattern: re.Pattern[str], error: type[DataError]) -> list[Path]:
+    """The `episode_<number>.npz` files of `folder` in episode order; a stray or repeated
+    episode file raises `error` naming it (nothing is silently skipped or shadowed)."""
+    numbered: dict[int, Path] = {}
+    for path in folder.glob("episode_*.npz"):
+        number = episode_number(path.name, pattern)
+        if number is None:
+            raise error(f"{path}: not an episode file name (expected episode_<ASCII digits>.npz, "
+                        "e.g. episode_000000.npz); remove or rename it")
+        if number in numbered:
+            raise error(f"{path}: episode {number} again (also {numbered[number].name}); remove one")
+        numbered[number] = path
+    return [numbered[number] for number in sorted(numbered)]
+
+
 def _declared_size_problem(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> str | None:
     """Why the npy header of a member claims more data than the member can hold (checked before any allocation)."""
     with archive.open(info) as handle:

@@ -54,7 +54,7 @@ import numpy as np
 
 from rlvr_envs.core.errors import DataError
 from rlvr_envs.core.files import OutputLock, atomic_writer, read_json, remove_stale_temporaries, write_json_atomic
-from rlvr_envs.video._files import episode_number, read_npz
+from rlvr_envs.video._files import episode_number, episode_paths, read_npz
 
 ACTION_KEYS: tuple[tuple[str, int], ...] = (
     ("base_displacement_vector", 2),
@@ -362,16 +362,7 @@ class RT1NpzDataset:
         if split not in ("train", "test"):
             raise ValueError(f"split must be 'train' or 'test'; got {split!r}")
         self.root, self.split, self.image_shape = Path(root), split, tuple(image_shape)
-        numbered: dict[int, Path] = {}
-        for path in (self.root / split).glob("episode_*.npz"):
-            number = episode_number(path.name, NPZ_NAME_PATTERN)
-            if number is None:
-                raise RT1FormatError(f"{path}: not an episode file name (expected episode_<ASCII digits>.npz, e.g. "
-                                     "episode_000001.npz); remove or rename it")
-            if number in numbered:
-                raise RT1FormatError(f"{path}: episode {number} again (also {numbered[number].name}); remove one")
-            numbered[number] = path
-        self.paths = [numbered[number] for number in sorted(numbered)]
+        self.paths = episode_paths(self.root / split, NPZ_NAME_PATTERN, RT1FormatError)
         if not self.paths:
             raise FileNotFoundError(
                 f"no RT-1 npz episodes under {self.root / split}: convert the RLDS shards with "

@@ -24,7 +24,7 @@ import numpy as np
 
 from rlvr_envs.core.errors import DataError
 from rlvr_envs.core.files import atomic_writer, read_json, write_json_atomic
-from rlvr_envs.video._files import episode_number, read_npz
+from rlvr_envs.video._files import episode_number, episode_paths, read_npz
 from rlvr_envs.video.pusht.episodes import PushTEpisode, PushTFormatError, PushTGenerationConfig
 from rlvr_envs.video.pusht.physics import ENV_ID
 
@@ -127,16 +127,7 @@ class PushTEpisodeDataset:
                 f"{config_path} not found: generate PushT data with `rlvr-world data pusht --out {self.root}`"
             )
         self.config = read_config(self.root)
-        numbered: dict[int, Path] = {}
-        for path in (self.root / "episodes").glob("episode_*.npz"):
-            number = episode_number(path.name, EPISODE_NAME)
-            if number is None:
-                raise PushTFormatError(f"{path}: not an episode file name (expected episode_<ASCII digits>.npz, "
-                                       "e.g. episode_000000.npz); remove or rename it")
-            if number in numbered:
-                raise PushTFormatError(f"{path}: episode {number} again (also {numbered[number].name}); remove one")
-            numbered[number] = path
-        self.paths = [numbered[number] for number in sorted(numbered)]
+        self.paths = episode_paths(self.root / "episodes", EPISODE_NAME, PushTFormatError)
 
     def __len__(self) -> int:
         return len(self.paths)
