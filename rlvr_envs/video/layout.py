@@ -1,15 +1,18 @@
 """Token layouts of the video world models: where frames, actions and markers go.
 
-One vocabulary for a world model (`VideoVocabulary`): frame codes first, then the action
-bins (shared by every action dim, one token per dim, as in RLVR-World), then bos, eos and
-pad. Two layouts over it, after RLVR-World's iVideoGPT sequences:
+One vocabulary for a world model (`VideoVocabulary`): frame codes first, then the context
+codes of a compressed tokenizer (none by default), then the action bins (shared by every
+action dim, one token per dim, as in RLVR-World), then bos, eos and pad. Two layouts over
+it, after RLVR-World's iVideoGPT sequences:
 
 * `SingleStepLayout(history=k)`: prompt `[f1 a1] .. [fk ak] bos`, response `f_{k+1}` and
   eos. The agent writes one frame of codes.
 * `MultiStepLayout(history=k, future=T)`: prompt `[f1 a1] .. [fk ak]`, response
   `[f_{k+1} a_{k+1}] .. [f_{k+T} a_{k+T}]`. The agent writes only frame codes: after each
   generated frame the env inserts that step's given action tokens (`forced_tokens`), and
-  those positions carry no loss (`loss_mask`).
+  those positions carry no loss (`loss_mask`). With a compressed tokenizer
+  (`context_len > 0`, the paper's multi-step setting) the prompt starts with the context
+  frame's codes, `[ctx][f1 a1] .. [fk ak]`, and every frame after it has few codes.
 
 A layout is data: it builds prompts and responses from codes and action bins, says which
 response positions are forced, splits a response back into frames, and checks that a
@@ -25,18 +28,30 @@ import numpy as np
 
 @dataclass(frozen=True)
 class VideoVocabulary:
-    """Token ids: [0, frame_codes) frame codes, then `action_bins` bins, then bos, eos, pad."""
+    """Token ids: [0, frame_codes) frame codes, then `context_codes` context codes (a compressed
+    tokenizer's context frame; none by default, which leaves every other id where it was),
+    then `action_bins` bins, then bos, eos, pad."""
 
     frame_codes: int
     action_bins: int = 256
+    context_codes: int = 0
+
+    def __post_init__(self):
+        if self.frame_codes < 1 or self.action_bins < 1 or self.context_codes < 0:
+            raise ValueError(f"need frame_codes and action_bins >= 1 and context_codes >= 0, got "
+                             f"{self.frame_codes}, {self.action_bins}, {self.context_codes}")
 
     @property
-    def action_offset(self) -> int:
+    def context_offset(self) -> int:
         return self.frame_codes
 
     @property
+    def action_offset(self) -> int:
+        return self.frame_codes + self.context_codes
+
+    @property
     def bos(self) -> int:
-        return self.frame_codes + self.action_bins
+        return self.action_offset + self.action_bins
 
     @property
     def eos(self) -> int:
@@ -57,9 +72,36 @@ class VideoVocabulary:
             raise ValueError(f"action bins must lie in [0, {self.action_bins})")
         return bins + self.action_offset
 
+    def context_tokens(self, codes: np.ndarray) -> np.ndarray:
+        """Token ids of context codes (int [...] in [0, context_codes))."""
+        codes = np.asarray(codes, dtype=np.int64)
+        if codes.size and (codes.min() < 0 or codes.max() >= self.context_codes):
+            raise ValueError(f"context codes must lie in [0, {self.context_codes})")
+        return codes + self.context_offset
+
     def is_frame_code(self, tokens: np.ndarray) -> np.ndarray:
         tokens = np.asarray(tokens)
         return (tokens >= 0) & (tokens < self.frame_codes)
+
+    def is_context_code(self, tokens: np.ndarray) -> np.ndarray:
+        tokens = np.asarray(tokens)
+        return (tokens >= self.context_offset) & (tokens < self.action_offset)
+
+    def is_action_token(self, tokens: np.ndarray) -> np.ndarray:
+        tokens = np.asarray(tokens)
+        return (tokens >= self.action_offset) & (tokens < self.bos)
+
+    def kind(self, token: int) -> str:
+        """What one token id is, in words (for error reasons)."""
+        token = int(token)
+        if 0 <= token < self.frame_codes:
+            return "a frame code"
+        if self.is_context_code(token):
+            return "a context code"
+        if self.is_action_token(token):
+            return "an action token"
+        names = {self.bos: "bos", self.eos: "eos", self.pad: "pad"}
+        return names.get(token, f"out of the vocabulary [0, {self.size})")
 
 
 def _interleave(frames: np.ndarray, actions: np.ndarray) -> np.ndarray:
@@ -112,13 +154,24 @@ class SingleStepLayout:
 
 @dataclass(frozen=True)
 class MultiStepLayout:
-    """`[f1 a1] .. [fk ak]` -> `[f_{k+1} a_{k+1}] .. [f_{k+T} a_{k+T}]`, actions forced."""
+    """`[ctx] [f1 a1] .. [fk ak]` -> `[f_{k+1} a_{k+1}] .. [f_{k+T} a_{k+T}]`, actions forced.
+
+    `[ctx]` (`context_len` context codes of a compressed tokenizer's context frame) is there
+    only when `context_len > 0`; the default has none and is the plain multi-step layout."""
 
     vocab: VideoVocabulary
     tokens_per_frame: int
     action_dims: int
     history: int = 1
     future: int = 4
+    context_len: int = 0
+
+    def __post_init__(self):
+        if self.context_len < 0:
+            raise ValueError(f"context_len must be >= 0, got {self.context_len}")
+        if self.context_len and not self.vocab.context_codes:
+            raise ValueError(f"a layout with {self.context_len} context tokens needs a vocabulary with context "
+                             "codes (VideoVocabulary(context_codes=...))")
 
     @property
     def step_len(self) -> int:
@@ -126,14 +179,27 @@ class MultiStepLayout:
 
     @property
     def prompt_len(self) -> int:
-        return self.history * self.step_len
+        return self.context_len + self.history * self.step_len
 
     @property
     def response_len(self) -> int:
         return self.future * self.step_len
 
-    def prompt(self, history_codes: np.ndarray, history_action_tokens: np.ndarray) -> np.ndarray:
-        return _interleave(history_codes, history_action_tokens).astype(np.int64)
+    def prompt(self, history_codes: np.ndarray, history_action_tokens: np.ndarray,
+               context_codes: np.ndarray | None = None) -> np.ndarray:
+        """The prompt ids; `context_codes` (raw codes [context_len] in [0, vocab.context_codes),
+        mapped to their ids here) is required exactly when the layout has a context frame."""
+        steps = _interleave(history_codes, history_action_tokens).astype(np.int64)
+        if not self.context_len:
+            if context_codes is not None:
+                raise ValueError("this layout has no context frame; context_codes must be None")
+            return steps
+        if context_codes is None:
+            raise ValueError(f"this layout starts with {self.context_len} context codes; pass context_codes")
+        context = np.asarray(context_codes).reshape(-1)
+        if len(context) != self.context_len:
+            raise ValueError(f"expected {self.context_len} context codes, got {len(context)}")
+        return np.concatenate([self.vocab.context_tokens(context), steps])
 
     def response(self, future_codes: np.ndarray, future_action_tokens: np.ndarray) -> np.ndarray:
         return _interleave(np.asarray(future_codes), np.asarray(future_action_tokens)).astype(np.int64)
@@ -164,5 +230,6 @@ def _split_frames(layout, response: np.ndarray, count: int) -> tuple[np.ndarray 
     codes = response[mask]
     if not layout.vocab.is_frame_code(codes).all():
         bad = int(codes[~layout.vocab.is_frame_code(codes)][0])
-        return None, f"token {bad} stands where a frame code (< {layout.vocab.frame_codes}) belongs"
+        return None, (f"token {bad} ({layout.vocab.kind(bad)}) stands where a frame code "
+                      f"(< {layout.vocab.frame_codes}) belongs")
     return codes.reshape(count, layout.tokens_per_frame), None
