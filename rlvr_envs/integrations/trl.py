@@ -98,17 +98,15 @@ class RewardFunction:
         indices = [int(i) for i in columns[self.index_column]]
         if len(indices) != n:
             raise ValueError(f"{len(indices)} indices for {n} completions")
-        for index in indices:
-            if not 0 <= index < len(self.task):
-                raise IndexError(f"transition index {index} outside the task's {len(self.task)} transitions")
-        uids = columns.get("uid")
-        if uids is not None:
-            for index, uid in zip(indices, uids):
-                if uid is not None and uid != self.task.transition(index).uid:
-                    raise ValueError(f"dataset row uid {uid!r} is not transition {index} of this task "
-                                     f"({self.task.transition(index).uid!r}): the dataset and the reward function "
-                                     f"were built with different env arguments")
         return indices
+
+    def _check_row(self, index: int, uid: Any) -> None:
+        if not 0 <= index < len(self.task):
+            raise IndexError(f"transition index {index} outside the task's {len(self.task)} transitions")
+        if uid is not None and uid != self.task.transition(index).uid:
+            raise ValueError(f"dataset row uid {uid!r} is not transition {index} of this task "
+                             f"({self.task.transition(index).uid!r}): the dataset and the reward function "
+                             f"were built with different env arguments")
 
     def _verify(self, indices: list[int], completions: Sequence[Any] | None,
                 completion_ids: Sequence[Sequence[int]] | None) -> list[RewardResult]:
@@ -131,27 +129,41 @@ class RewardFunction:
 
     def score(self, columns: dict[str, Any], completions: Sequence[Any] | None,
               completion_ids: Sequence[Sequence[int]] | None) -> list[RewardResult | None]:
-        """One result per completion; None where verification raised (already counted)."""
+        """One result per completion; None where verification raised (counted in `failures`)."""
         n = len(completions) if completions is not None else len(completion_ids or ())
+        results: list[RewardResult | None] = [None] * n
         try:
             indices = self._indices(columns, n)
         except Exception as exc:
             self._fail(exc, f"a batch of {n}")
             self.failures += n
-            return [None] * n
-        try:
-            return list(self._verify(indices, completions, completion_ids))
-        except Exception as exc:
-            self._fail(exc, f"a batch of {n} (retrying one by one)")
-        results: list[RewardResult | None] = []
+            return results
+        uids = columns.get("uid")
+        rows = []
         for k, index in enumerate(indices):
             try:
-                results.append(self._verify([index], None if completions is None else [completions[k]],
-                                            None if completion_ids is None else [completion_ids[k]])[0])
+                self._check_row(index, uids[k] if uids is not None and len(uids) == n else None)
+                rows.append(k)
             except Exception as exc:
-                self._fail(exc, f"transition {index}")
+                self._fail(exc, f"row {k}")
                 self.failures += 1
-                results.append(None)
+
+        def pick(values, ks):
+            return None if values is None else [values[k] for k in ks]
+
+        try:
+            verified = self._verify([indices[k] for k in rows], pick(completions, rows), pick(completion_ids, rows))
+            for k, result in zip(rows, verified, strict=True):
+                results[k] = result
+            return results
+        except Exception as exc:
+            self._fail(exc, f"a batch of {len(rows)} (retrying one by one)")
+        for k in rows:
+            try:
+                results[k] = self._verify([indices[k]], pick(completions, [k]), pick(completion_ids, [k]))[0]
+            except Exception as exc:
+                self._fail(exc, f"transition {indices[k]}")
+                self.failures += 1
         return results
 
     def __call__(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] | None = None,

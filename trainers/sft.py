@@ -1,0 +1,322 @@
+"""Supervised fine-tuning of a language world model on a task's gold answers (TRL SFTTrainer).
+
+    python -m trainers.sft --env-id RLVRWorld/MiniTextWorld-v0 --from-scratch --preset small --balance \
+        --steps 3000 --out runs/sft_mtw
+    python -m trainers.sft --env-id RLVRWorld/MiniTextWorld-v0 --model Qwen/Qwen2.5-0.5B --lora-r 32 --out runs/sft_qwen
+
+Each example is one transition as prompt + completion: the task's own prompt tokens
+(`task.prompt_ids`) followed by the gold answer (`task.target_ids`) and EOS, with the loss
+on the completion only. We tokenise the two parts separately (the task's codec) rather
+than letting TRL tokenise the joined text, so training sees exactly the token sequence the
+model later conditions on and produces in GRPO and evaluation (a joint tokenisation can
+merge tokens across the boundary).
+
+`--from-scratch` builds a small LLaMA (`TEXT_PRESETS`) on the task's tokenizer (the shipped
+BPE of MiniTextWorld / MiniWeb by default), so the whole language pipeline runs on a CPU;
+otherwise `--model` is any Hugging Face causal LM (the task then tokenises with the
+model's tokenizer unless `--env-kwargs tokenizer=...` says otherwise), optionally with
+LoRA (`--lora-r`). `--balance` draws changed and unchanged transitions equally often
+(RLVR-World balanced them: "nothing changes" alone is right on most transitions).
+
+Held-out exact accuracy (overall, changed, unchanged; `rlvr_envs.integrations.hf`) is
+measured at the start, every `--eval-every` steps and at the end, on the first
+`--eval-size` transitions of the test split. Checkpoints go to `out/checkpoint-N`
+(`--resume` continues from the last one), the final model to `out/final` (LoRA merged),
+logs to `out/log.jsonl`, the summary to `out/results.json`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainers.common import parse_dataclass_args
+
+#: from-scratch LLaMA sizes for text world models (compare rlvr_envs.video.world_model.PRESETS)
+TEXT_PRESETS: dict[str, dict[str, int]] = {
+    "micro": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 64},
+    "tiny": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 384},
+    "small": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 768},
+    "base": {"hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8, "intermediate_size": 1536},
+}
+
+
+@dataclass
+class Args:
+    env_id: str = "RLVRWorld/MiniTextWorld-v0"
+    env_kwargs: tuple[str, ...] = ()  #: extra `gym.make` arguments as key=value (values parsed as JSON when they can be)
+    model: str = ""  #: a save_pretrained directory or HF id to fine-tune (empty with --from-scratch)
+    from_scratch: bool = False  #: train a fresh LLaMA of --preset on the task's tokenizer
+    preset: str = "small"  #: one of TEXT_PRESETS (from scratch only)
+    out: str = "runs/sft"
+    steps: int = 2000  #: optimizer steps
+    batch_size: int = 8
+    lr: float = 5e-4
+    warmup_steps: int = 50
+    weight_decay: float = 0.0
+    lora_r: int = 0  #: 0 = train every weight; >0 = peft LoRA of this rank
+    lora_alpha: int = 16
+    balance: bool = False  #: sample changed and unchanged transitions equally often
+    train_size: int = 0  #: training transitions (tasks with a `size` argument; 0 = the task's default)
+    eval_size: int = 64  #: held-out (test split) transitions evaluated
+    eval_every: int = 200
+    checkpoint_every: int = 200
+    max_new_tokens: int = 0  #: evaluation answer budget (0 = the task's max_response_len)
+    seed: int = 0
+    threads: int = 2
+    fp32: bool = False  #: train in fp32 (default: bf16 autocast, fp32 weights; ~35% faster on CPU)
+    logging: str = "none"  #: "none" or "tensorboard" (JSON lines are always written to out/log.jsonl)
+    resume: bool = False
+
+    def validate(self) -> "Args":
+        if self.from_scratch == bool(self.model):
+            raise ValueError("pass exactly one of --model (a causal LM to fine-tune) and --from-scratch")
+        if self.preset not in TEXT_PRESETS:
+            raise ValueError(f"preset must be one of {sorted(TEXT_PRESETS)}, got {self.preset!r}")
+        for name in ("steps", "batch_size", "eval_size", "eval_every", "checkpoint_every", "threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.lr <= 0 or self.lora_r < 0 or self.train_size < 0 or self.max_new_tokens < 0:
+            raise ValueError("need lr > 0 and lora_r, train_size, max_new_tokens >= 0")
+        if self.logging not in ("none", "tensorboard"):
+            raise ValueError(f"logging must be 'none' or 'tensorboard', got {self.logging!r}")
+        self.kwargs()
+        return self
+
+    def kwargs(self) -> dict[str, Any]:
+        return parse_env_kwargs(self.env_kwargs)
+
+
+# -- helpers shared with trainers/grpo_language.py -------------------------------------------
+
+def parse_env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """`("reward=task", "size=40")` -> {"reward": "task", "size": 40} (values parsed as JSON when they can be)."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"env_kwargs entries are key=value, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def task_config_fields(env_id: str) -> set[str]:
+    from rlvr_envs.registration import entry
+
+    return {f.name for f in dataclasses.fields(entry(env_id).task_class().Config)}
+
+
+def split_kwargs(env_id: str, env_kwargs: dict[str, Any], split: str, size: int = 0) -> dict[str, Any]:
+    """`env_kwargs` for one split: `split` unless the user fixed it (training only), and
+    `size` when the task has that argument and `size` > 0."""
+    out = dict(env_kwargs)
+    out["split"] = out.get("split", split) if split != "test" else "test"
+    if size > 0 and "size" in task_config_fields(env_id):
+        out["size"] = size
+    return out
+
+
+def model_tokenizer_kwargs(model: str, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The task tokenizes with the model's own tokenizer unless `env_kwargs` names one: a
+    local model directory holding tokenizer files, or a hub id."""
+    if not model or "tokenizer" in env_kwargs:
+        return dict(env_kwargs)
+    path = Path(model)
+    if path.is_dir():
+        if (path / "tokenizer.json").exists() or (path / "tokenizer_config.json").exists():
+            return {**env_kwargs, "tokenizer": str(path)}
+        return dict(env_kwargs)
+    return {**env_kwargs, "tokenizer": model}
+
+
+def check_vocabulary(model: str, model_config: Any, task: Any) -> None:
+    """Fail before training when the model cannot read the task's tokens: its embedding is
+    smaller than the task tokenizer, or the tokenizer saved with the model is another one."""
+    size, need = int(model_config.vocab_size), len(task.tokenizer)
+    name = getattr(task.tokenizer, "name_or_path", "") or type(task.tokenizer).__name__
+    hint = ("pass the model's tokenizer to the task (--env-kwargs tokenizer=<path>), or train a model on this "
+            "tokenizer (python -m trainers.sft --from-scratch)")
+    if size < need or max(task.eos_token_id, task.pad_token_id) >= size:
+        raise ValueError(f"vocabulary mismatch: model {model!r} has {size} token embeddings but the task's tokenizer "
+                         f"{name!r} has {need} tokens (eos {task.eos_token_id}, pad {task.pad_token_id}); {hint}")
+    own = None
+    path = Path(model)
+    if path.is_dir() and ((path / "tokenizer.json").exists() or (path / "tokenizer_config.json").exists()):
+        from transformers import AutoTokenizer
+
+        own = AutoTokenizer.from_pretrained(str(path))
+    if own is not None and own.get_vocab() != task.tokenizer.get_vocab():
+        raise ValueError(f"vocabulary mismatch: model {model!r} was saved with a tokenizer of {len(own)} tokens that "
+                         f"differs from the task's tokenizer {name!r} ({need} tokens); {hint}")
+    if own is None and size != need and size > 2 * need:
+        raise ValueError(f"vocabulary mismatch: model {model!r} has {size} token embeddings, far more than the "
+                         f"task's tokenizer {name!r} ({need} tokens), and no tokenizer of its own to compare; {hint}")
+
+
+def last_checkpoint(out: str | Path, resume: bool) -> str | None:
+    """The checkpoint to resume from (None: start fresh). Refuses to train over an output
+    folder that already holds checkpoints unless `resume` says so."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    out = Path(out)
+    last = get_last_checkpoint(str(out)) if out.is_dir() else None
+    if last and not resume:
+        raise FileExistsError(f"{out} already holds checkpoints (last: {last}); pass --resume to continue that run "
+                              f"or choose another --out")
+    return last
+
+
+def device_kwargs(fp32: bool) -> dict[str, bool]:
+    """bf16 autocast (fp32 weights) unless `fp32` or a GPU lacks bf16. Without a GPU: `use_cpu`
+    (transformers refuses bf16 on a CPU it was not told to use) and no gradient checkpointing
+    (TRL turns it on to save GPU memory; on a CPU it only costs time)."""
+    import torch
+
+    cuda = torch.cuda.is_available()
+    bf16 = not fp32 and (not cuda or torch.cuda.is_bf16_supported())
+    return {"bf16": bf16} if cuda else {"bf16": bf16, "use_cpu": True, "gradient_checkpointing": False}
+
+
+def report_to(logging: str) -> str | list[str]:
+    if logging == "tensorboard":
+        try:
+            import tensorboard  # noqa: F401
+        except ImportError as exc:
+            raise ImportError("--logging tensorboard needs the tensorboard package (pip install tensorboard)") from exc
+        return ["tensorboard"]
+    return "none"
+
+
+def save_final(model: Any, tokenizer: Any, folder: str | Path) -> Path:
+    """The trained model as a plain `save_pretrained` directory (LoRA adapters merged) with its tokenizer."""
+    folder = Path(folder)
+    if hasattr(model, "merge_and_unload"):
+        model = model.merge_and_unload()
+    model.save_pretrained(str(folder))
+    tokenizer.save_pretrained(str(folder))
+    return folder
+
+
+def lora_config(r: int, alpha: int):
+    from peft import LoraConfig
+
+    return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
+
+
+def is_main_process() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+# -- the model --------------------------------------------------------------------------------
+
+def build_text_model(tokenizer: Any, preset: str = "small", max_len: int = 2048, seed: int = 0):
+    """A freshly initialised LLaMA whose vocabulary is `tokenizer`'s."""
+    import torch
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    if preset not in TEXT_PRESETS:
+        raise ValueError(f"preset must be one of {sorted(TEXT_PRESETS)}, got {preset!r}")
+    torch.manual_seed(seed)
+    eos = int(tokenizer.eos_token_id)
+    pad = int(tokenizer.pad_token_id) if tokenizer.pad_token_id is not None else eos
+    bos = int(tokenizer.bos_token_id) if tokenizer.bos_token_id is not None else eos
+    config = LlamaConfig(vocab_size=len(tokenizer), max_position_embeddings=max_len, bos_token_id=bos,
+                         eos_token_id=eos, pad_token_id=pad, tie_word_embeddings=False, **TEXT_PRESETS[preset])
+    model = LlamaForCausalLM(config)
+    model.generation_config = GenerationConfig(bos_token_id=bos, eos_token_id=eos, pad_token_id=pad)
+    return model
+
+
+def sft_dataset(task: Any, indices: list[int]):
+    """Pre-tokenised prompt + completion rows: `input_ids` = prompt, gold answer, EOS;
+    `completion_mask` = 1 on the answer and EOS (TRL builds the labels from it)."""
+    from datasets import Dataset
+
+    input_ids, masks = [], []
+    for i in indices:
+        prompt, target = task.prompt_ids(i).tolist(), task.target_ids(i).tolist() + [task.eos_token_id]
+        input_ids.append(prompt + target)
+        masks.append([0] * len(prompt) + [1] * len(target))
+    return Dataset.from_dict({"input_ids": input_ids, "completion_mask": masks})
+
+
+def main(args: Args) -> dict[str, Any]:
+    import torch
+    from trl import SFTConfig, SFTTrainer
+
+    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, format_report, held_out_indices
+    from rlvr_envs.integrations.trl import balanced_indices
+
+    args.validate()
+    torch.set_num_threads(args.threads)
+    started = time.perf_counter()
+    resume_from = last_checkpoint(args.out, args.resume)
+    out = Path(args.out)
+
+    env_kwargs = model_tokenizer_kwargs(args.model, args.kwargs())
+    train_task = task_from_env_id(args.env_id, **split_kwargs(args.env_id, env_kwargs, "train", args.train_size))
+    eval_task = task_from_env_id(args.env_id, **split_kwargs(args.env_id, env_kwargs, "test", args.eval_size))
+    if not hasattr(train_task, "prompt_text"):
+        raise ValueError(f"{args.env_id} is a {train_task.modality} task; SFT here trains language world models "
+                         f"(video: python -m trainers.train_video_world_model)")
+    indices = balanced_indices(train_task, args.seed) if args.balance else list(range(len(train_task)))
+    n_changed = sum(train_task.transition(i).changed is True for i in indices)
+    print(f"SFT on {args.env_id}: {len(train_task)} training transitions ({len(indices)} examples, "
+          f"{n_changed} changed{' after balancing' if args.balance else ''}), "
+          f"{len(eval_task)} held-out, tokenizer of {len(train_task.tokenizer)} tokens")
+
+    needed = max(train_task.max_prompt_len, eval_task.max_prompt_len) + \
+        max(train_task.max_response_len, eval_task.max_response_len) + 1
+    if args.from_scratch:
+        model = build_text_model(train_task.tokenizer, args.preset, max_len=max(2048, needed), seed=args.seed)
+    else:
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        check_vocabulary(args.model, AutoConfig.from_pretrained(args.model), train_task)
+        model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+    n_params = sum(p.numel() for p in model.parameters())
+
+    config = SFTConfig(
+        output_dir=str(out), max_steps=args.steps, per_device_train_batch_size=args.batch_size,
+        learning_rate=args.lr, lr_scheduler_type="cosine", warmup_steps=args.warmup_steps,
+        weight_decay=args.weight_decay, logging_steps=max(1, min(25, args.steps // 20)),
+        save_strategy="steps", save_steps=args.checkpoint_every, save_total_limit=2, report_to=report_to(args.logging),
+        seed=args.seed, data_seed=args.seed, completion_only_loss=True, max_length=None, packing=False,
+        dataset_num_proc=None, dataloader_num_workers=0, **device_kwargs(args.fp32))
+    evaluator = HeldOutEval(eval_task, held_out_indices(eval_task, args.eval_size), args.eval_every,
+                            log_path=out / "log.jsonl", max_new_tokens=args.max_new_tokens or None)
+    trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(train_task, indices),
+                         processing_class=train_task.tokenizer, callbacks=[evaluator, JsonlLog(out / "log.jsonl")],
+                         peft_config=lora_config(args.lora_r, args.lora_alpha) if args.lora_r > 0 else None)
+    output = trainer.train(resume_from_checkpoint=resume_from)
+
+    results: dict[str, Any] = {"args": dataclasses.asdict(args), "parameters": n_params,
+                               "train_loss": float(output.training_loss), "steps": int(trainer.state.global_step),
+                               "resumed_from": resume_from, "eval": evaluator.history,
+                               "seconds": time.perf_counter() - started}
+    if trainer.is_world_process_zero():
+        results["final_model"] = str(save_final(trainer.model, train_task.tokenizer, out / "final"))
+        (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+        print(f"{'step':>6}  held-out exact accuracy")
+        for record in evaluator.history:
+            report = {k.removeprefix("eval/"): v for k, v in record.items()}
+            print(f"{record['step']:>6}  {format_report(report)}")
+        print(f"final model: {results['final_model']} ({n_params / 1e6:.2f}M parameters)")
+    return results
+
+
+def parse_args(argv: list[str] | None = None) -> Args:
+    return parse_dataclass_args(Args, __doc__.splitlines()[0], argv)
+
+
+if __name__ == "__main__":
+    main(parse_args())
