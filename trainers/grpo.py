@@ -11,6 +11,7 @@ carry no loss, which TRL's generation cannot do. Language ids run TRL's `GRPOTra
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,8 @@ class Args:
             raise ValueError("need beta >= 0, clip > 0, lr > 0 and temperature > 0")
         if self.logging not in ("none", "tensorboard"):
             raise ValueError(f"logging must be 'none' or 'tensorboard', got {self.logging!r}")
+        if self.logging == "tensorboard" and importlib.util.find_spec("tensorboard") is None:
+            raise ValueError("logging='tensorboard' needs the tensorboard package: pip install tensorboard")
         self.kwargs()  # malformed key=value pairs fail here, before any work
         return self
 

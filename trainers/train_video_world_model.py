@@ -53,6 +53,8 @@ class Args:
     threads: int = 2
     bf16: bool = False  #: bf16 autocast on CPU (about 2x faster where supported)
     resume: bool = False
+    init: str = ""  #: continue training this saved model (e.g. the shipped one) instead of a fresh one
+    max_seconds: float = 0.0  #: stop after this much training time (0 = run all steps); for matched-time baselines
 
     def validate(self) -> "Args":
         if self.layout not in ("single", "multi"):
@@ -152,6 +154,11 @@ def main(args: Args) -> dict:
         model = LlamaForCausalLM.from_pretrained(checkpoint)
         state = torch.load(checkpoint / "state.pt", weights_only=True)
         step = int(state["step"])
+    elif args.init:
+        from rlvr_envs.video.world_model import load_world_model
+
+        model = load_world_model(args.init, train_task.vocab)
+        state = None
     else:
         model = build_world_model(train_task.vocab, sequences.shape[1], args.preset, args.seed)
         state = None
@@ -170,6 +177,9 @@ def main(args: Args) -> dict:
     history = []
     bar = tqdm(total=args.steps, initial=step, desc=f"MLE {args.layout}-step", unit="step")
     while step < args.steps:
+        if args.max_seconds and time.perf_counter() - started >= args.max_seconds:
+            bar.write(f"stopping at step {step}: --max-seconds {args.max_seconds} reached")
+            break
         model.train()
         pick = np.random.default_rng([args.seed, step]).integers(len(sequences), size=args.batch_size)
         inputs, targets = torch.as_tensor(sequences[pick]), torch.as_tensor(labels[pick])
@@ -201,6 +211,8 @@ def main(args: Args) -> dict:
                       f"{report['copy_last_frame_tokens']['mae']:.5f} | ceiling {report['tokenizer_ceiling']['mae']:.5f}")
     bar.close()
     seconds = time.perf_counter() - started
+    if not history or history[-1]["step"] != step:  # stopped early by --max-seconds
+        history.append({"step": step, **evaluate(model, test_task, eval_windows, args.seed)})
     save_world_model(model, str(out))  # bfloat16 on disk: half the bytes of a shipped checkpoint
     card = {"what": f"LLaMA {args.layout}-step PushT world model, MLE on frame codes",
             "command": "python -m trainers.train_video_world_model " + " ".join(sys.argv[1:]),

@@ -1,0 +1,203 @@
+"""Does GRPO on the verified reward improve the shipped PushT world model? (issue 10)
+
+    python -m benchmarks.grpo_pusht --layout single --data data/pusht64 --seeds 0 1 2 --steps 150
+
+Stages, each skipped when its output exists (so an interrupted benchmark resumes):
+1. GRPO from the shipped MLE model, once per seed (`trainers.grpo`, reward -MAE, training
+   windows from `--data`'s train split), in `--runs/grpo_<layout>_seed<s>`.
+2. Continued MLE from the same shipped model on the same training data for the mean GRPO
+   training time (generation + updates, evaluation excluded) - the matched-time baseline.
+3. One paired evaluation of every model on the same held-out transitions (`--data`'s test
+   split) with the same sampling seeds: sampled (temperature 1, top-k 100, one sample per
+   transition and seed) and greedy; paired t-tests of each model against the MLE base.
+
+Writes benchmarks/results/grpo_pusht_<layout>.{json,md,png}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+EVAL_TOP_K = 100
+
+
+def run(command: list[str], log: Path) -> None:
+    print("$", " ".join(command), f"> {log}", flush=True)
+    with log.open("a", encoding="utf-8") as handle:
+        subprocess.run(command, check=True, stdout=handle, stderr=subprocess.STDOUT)
+
+
+def grpo_seconds(directory: Path) -> float:
+    """Training time of a GRPO run: generation + updates of every step, evaluation excluded."""
+    total = 0.0
+    for line in (directory / "log.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        total += record.get("generate_seconds", 0.0) + record.get("update_seconds", 0.0)
+    return total
+
+
+def evaluate_models(models: dict[str, str], args) -> dict:
+    """Per-transition metrics of every model on the same transitions and sampling seeds."""
+    import torch
+
+    from rlvr_envs.video.evaluation import paired_difference, score_baselines, score_world_model, summarize
+    from rlvr_envs.video.world_model import load_world_model
+    from trainers.grpo import Args as GRPOArgs
+    from trainers.grpo_video import build_held_out
+
+    torch.set_num_threads(args.threads)
+    grpo_args = GRPOArgs(env_id=env_id(args.layout), env_kwargs=("reward=mae", f"data_dir={args.data}"))
+    held_out = build_held_out(grpo_args)
+    indices = sorted(np.random.default_rng(12345).choice(len(held_out), size=min(args.eval_windows, len(held_out)),
+                                                          replace=False).tolist())
+    scores = {}
+    for name, directory in models.items():
+        model = load_world_model(directory, held_out.vocab)
+        sampled = [score_world_model(model, held_out, indices, seed=1000 * s, temperature=1.0, top_k=EVAL_TOP_K)
+                   for s in range(args.eval_seeds)]
+        scores[name] = {"sampled": {k: np.concatenate([x[k] for x in sampled]) for k in sampled[0]},
+                        "greedy": score_world_model(model, held_out, indices, temperature=0.0)}
+        print(f"{name}: sampled MAE {scores[name]['sampled']['mae'].mean():.5f}, greedy MAE "
+              f"{scores[name]['greedy']['mae'].mean():.5f}", flush=True)
+    baselines = score_baselines(held_out, indices)
+    report = {"held_out_transitions": len(indices), "sampling_seeds": args.eval_seeds, "models": {}, "baselines":
+              {name: summarize(values) for name, values in baselines.items()}}
+    for name, by_mode in scores.items():
+        entry = {}
+        for mode, values in by_mode.items():
+            entry[mode] = summarize(values)
+            if name != "mle_base":
+                base = scores["mle_base"][mode]
+                entry[mode]["vs_base"] = {key: paired_difference(base[key], values[key]).as_dict()
+                                          for key in ("mae", "mse", "psnr", "ssim")}
+                entry[mode]["mae_change_percent"] = 100 * (entry[mode]["mae"] / float(base["mae"].mean()) - 1)
+        report["models"][name] = entry
+    return report
+
+
+def env_id(layout: str) -> str:
+    return f"RLVRWorld/PushT-{'SingleStep' if layout == 'single' else 'MultiStep'}-v0"
+
+
+def plot(report: dict, runs: dict[str, Path], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for name, directory in runs.items():
+        rows = [json.loads(line) for line in (directory / "log.jsonl").read_text().splitlines()]
+        rows = [r for r in rows if "reward" in r]
+        steps = [r["step"] for r in rows]
+        reward = np.convolve([r["reward"] for r in rows], np.ones(10) / 10, mode="same")
+        left.plot(steps, reward, label=name)
+    left.set(xlabel="GRPO step", ylabel="training reward (-MAE), 10-step mean", title="GRPO training reward")
+    left.legend(fontsize=8)
+    names = list(report["models"])
+    values = [report["models"][n]["sampled"]["mae"] for n in names]
+    right.bar(range(len(names)), values, color=["grey"] + ["tab:blue"] * (len(names) - 1))
+    for name, ref in report["baselines"].items():
+        right.axhline(ref["mae"], linestyle="--", linewidth=1, label=name, color="k" if "ceiling" in name else "r")
+    right.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
+    right.set(ylabel="held-out MAE (sampled, T=1, top-k 100)", title="held-out MAE, lower is better")
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def markdown(report: dict) -> str:
+    lines = [f"# GRPO on PushT {report['layout']}-step ({report['machine']})", "", f"`{report['command']}`", "",
+             f"{report['held_out_transitions']} held-out transitions x {report['sampling_seeds']} sampling seeds "
+             "(paired: every model sees the same transitions and seeds); reward -MAE; LPIPS not used.", "",
+             "| model | sampled MAE | vs base (paired) | p | sampled SSIM | sampled PSNR | greedy MAE | repetition "
+             "(sampled) | training s |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, entry in report["models"].items():
+        s, g = entry["sampled"], entry["greedy"]
+        change = f"{s['mae_change_percent']:+.1f}%" if "vs_base" in s else "-"
+        p = f"{s['vs_base']['mae']['p']:.1e}" if "vs_base" in s else "-"
+        seconds = report["training_seconds"].get(name, "-")
+        lines.append(f"| {name} | {s['mae']:.5f} | {change} | {p} | {s['ssim']:.4f} | {s['psnr']:.2f} | "
+                     f"{g['mae']:.5f} | {s['repetition']:.3f} | {seconds} |")
+    for name, ref in report["baselines"].items():
+        lines.append(f"| {name} (baseline) | {ref['mae']:.5f} | | | {ref['ssim']:.4f} | {ref['psnr']:.2f} | | "
+                     f"{ref['repetition']:.3f} | |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layout", choices=("single", "multi"), default="single")
+    parser.add_argument("--data", default="data/pusht64", help="PushT episodes (`rlvr-world data pusht`)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--steps", type=int, default=150)
+    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--prompts-per-step", type=int, default=4)
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--mle-lr", type=float, default=1e-4)
+    parser.add_argument("--eval-windows", type=int, default=128)
+    parser.add_argument("--eval-seeds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--runs", default="runs/bench")
+    args = parser.parse_args(argv)
+    from rlvr_envs.video.task import shipped_world_model_dir
+
+    runs = Path(args.runs)
+    runs.mkdir(parents=True, exist_ok=True)
+    base = str(shipped_world_model_dir(args.layout))
+    grpo_runs = {}
+    for seed in args.seeds:
+        out = runs / f"grpo_{args.layout}_seed{seed}"
+        if not (out / "card.json").is_file():
+            run([sys.executable, "-m", "trainers.grpo", "--env-id", env_id(args.layout), "--env-kwargs", "reward=mae",
+                 f"data_dir={args.data}", "--steps", str(args.steps), "--seed", str(seed), "--out", str(out),
+                 "--group-size", str(args.group_size), "--prompts-per-step", str(args.prompts_per_step),
+                 "--lr", str(args.lr), "--eval-every", str(args.steps), "--threads", str(args.threads),
+                 "--resume"], runs / f"grpo_{args.layout}_seed{seed}.log")
+        grpo_runs[f"grpo_seed{seed}"] = out
+    seconds = {name: round(grpo_seconds(out), 1) for name, out in grpo_runs.items()}
+    matched = float(np.mean(list(seconds.values())))
+    mle = runs / f"mle_continued_{args.layout}"
+    if not (mle / "card.json").is_file():
+        tokenizer = json.loads((Path(base) / "card.json").read_text())["args"]["tokenizer"]
+        run([sys.executable, "-m", "trainers.train_video_world_model", "--data", args.data, "--layout", args.layout,
+             "--tokenizer", _tokenizer_dir(tokenizer), "--init", base, "--out", str(mle), "--steps", "1000000",
+             "--lr", str(args.mle_lr), "--warmup", "10", "--eval-every", "1000000", "--eval-windows", "16",
+             "--max-seconds", str(matched), "--threads", str(args.threads)], runs / f"mle_continued_{args.layout}.log")
+    seconds["mle_continued"] = json.loads((mle / "card.json").read_text())["train_seconds_this_run"]
+    models = {"mle_base": base, "mle_continued": str(mle), **{name: str(out) for name, out in grpo_runs.items()}}
+    report = evaluate_models(models, args)
+    report.update(layout=args.layout, training_seconds=seconds, matched_seconds=round(matched, 1),
+                  command="python -m benchmarks.grpo_pusht " + " ".join(argv if argv is not None else sys.argv[1:]),
+                  machine=f"{platform.machine()}, {platform.processor() or 'CPU'}, {args.threads} threads",
+                  grpo_args={"steps": args.steps, "group_size": args.group_size,
+                             "prompts_per_step": args.prompts_per_step, "lr": args.lr, "beta": 1e-3})
+    grpo = [report["models"][n]["sampled"]["mae_change_percent"] for n in grpo_runs]
+    report["grpo_mae_change_percent"] = {"mean": float(np.mean(grpo)), "min": float(np.min(grpo)),
+                                         "max": float(np.max(grpo))}
+    RESULTS.mkdir(exist_ok=True)
+    stem = RESULTS / f"grpo_pusht_{args.layout}"
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    stem.with_suffix(".md").write_text(markdown(report), encoding="utf-8")
+    plot(report, grpo_runs, stem.with_suffix(".png"))
+    print(markdown(report))
+    return report
+
+
+def _tokenizer_dir(recorded: str) -> str:
+    """The shipped tokenizer (the card records the training-time path, which may not exist here)."""
+    from rlvr_envs.video.task import default_tokenizer_dir
+
+    return recorded if Path(recorded, "config.json").is_file() else str(default_tokenizer_dir())
+
+
+if __name__ == "__main__":
+    main()

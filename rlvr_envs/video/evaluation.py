@@ -1,0 +1,91 @@
+"""Held-out evaluation of a video world model on a video task, per transition.
+
+Every comparison between two world models (MLE vs RLVR, two seeds, two budgets) should be
+paired: the same transitions and the same sampling seeds for both. `score_world_model`
+therefore returns one value per transition (not only means), and `paired_difference`
+turns two such arrays into a mean difference with its spread and a paired t-test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+METRICS = ("mae", "mse", "psnr", "ssim", "repetition")
+
+
+def score_world_model(model, task, indices: Sequence[int], seed: int = 0, temperature: float = 1.0,
+                      top_k: int | None = None, batch: int = 32) -> dict[str, np.ndarray]:
+    """Per-transition metrics of the model's responses (one sample each; `temperature=0` is
+    greedy). Sampling of batch b uses seed `seed + b`, so two models see the same seeds."""
+    from rlvr_envs.video.world_model import generate_responses
+
+    indices = [int(i) for i in indices]
+    out: dict[str, list[float]] = {key: [] for key in METRICS + ("reward",)}
+    was_training = model.training
+    model.eval()
+    for start in range(0, len(indices), batch):
+        chunk = indices[start:start + batch]
+        responses = generate_responses(model, np.stack([task.prompt_ids(i) for i in chunk]), task.layout,
+                                       _given(task, chunk), temperature=temperature, top_k=top_k,
+                                       seed=seed + start)
+        for result in task.verify(chunk, list(responses)):
+            out["reward"].append(result.reward)
+            for key in METRICS:
+                out[key].append(result.metrics.get(key, np.nan))
+    model.train(was_training)
+    return {key: np.asarray(values, dtype=np.float64) for key, values in out.items()}
+
+
+def score_baselines(task, indices: Sequence[int]) -> dict[str, dict[str, np.ndarray]]:
+    """Per-transition metrics of the reference points every claim needs: copying the last
+    history frame (as tokens, decoded) and the tokenizer's ceiling (the gold codes)."""
+    indices = [int(i) for i in indices]
+    copies = []
+    for i in indices:
+        last = task.transition(i).meta["last_history_codes"]
+        given = task.given_action_tokens(i)
+        copies.append(task.layout.response(np.tile(last, (task.config.future_frames, 1)), given))
+    rows = {"copy_last_frame_tokens": task.verify(indices, copies),
+            "tokenizer_ceiling": task.verify(indices, [task.target_ids(i) for i in indices])}
+    return {name: {key: np.asarray([r.metrics.get(key, np.nan) for r in results]) for key in METRICS}
+            | {"reward": np.asarray([r.reward for r in results])} for name, results in rows.items()}
+
+
+def _given(task, chunk: list[int]):
+    if task.given_action_tokens(chunk[0]) is None:
+        return None
+    return np.stack([task.given_action_tokens(i) for i in chunk])
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """b - a over the same transitions: mean, standard error, t statistic and two-sided p."""
+
+    mean: float
+    stderr: float
+    t: float
+    p: float
+    n: int
+
+    def as_dict(self) -> dict[str, float]:
+        return {"mean": self.mean, "stderr": self.stderr, "t": self.t, "p": self.p, "n": self.n}
+
+
+def paired_difference(a: np.ndarray, b: np.ndarray) -> PairedDifference:
+    """A paired t-test of b against a (same transitions, same sampling seeds)."""
+    from scipy import stats
+
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1 or len(a) < 2:
+        raise ValueError(f"need two equal-length 1-d arrays of at least 2 values, got {a.shape} and {b.shape}")
+    diff = b - a
+    stderr = float(diff.std(ddof=1) / np.sqrt(len(diff)))
+    test = stats.ttest_rel(b, a)
+    return PairedDifference(float(diff.mean()), stderr, float(test.statistic), float(test.pvalue), len(diff))
+
+
+def summarize(scores: dict[str, np.ndarray]) -> dict[str, float]:
+    return {key: float(np.nanmean(values)) for key, values in scores.items()}

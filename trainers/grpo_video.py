@@ -1,0 +1,337 @@
+"""GRPO for video world models: a readable loop of our own (called by `trainers.grpo`).
+
+    python -m trainers.grpo --env-id RLVRWorld/PushT-SingleStep-v0 --env-kwargs reward=mae --out runs/grpo_pusht
+
+Each step: pick `prompts_per_step` training transitions, sample `group_size` responses for
+each with the KV cache (multi-step: the env's given action tokens are forced after every
+generated frame, exactly as the env does), score them with the env's own verifier (one
+batched decode and metric call), turn rewards into group-relative advantages, and take
+`updates_per_step` clipped policy-gradient steps with a KL penalty (k3 estimator) against
+the frozen starting model. The loss is TRL's `GRPOTrainer` loss term for term (tested on a
+fixed batch), with two differences that TRL's generation cannot express: forced action
+tokens carry no loss, and log-probabilities are taken over the frame codes only, the
+distribution the sampler actually draws from.
+
+Groups whose rewards are all equal have zero advantage and teach nothing but the KL term;
+they are dropped from the update and their fraction is logged (`zero_spread`).
+
+Checkpoints (`out/checkpoint/`: model, optimizer, step, history) are written every
+`checkpoint_every` steps by replacing the previous one only once the new one is complete,
+so a run killed at any moment resumes with `--resume` from its last checkpoint. The final
+model is saved in `out/` with a card (`card.json`: command, args, held-out metrics of the
+starting model and of the result, wall time).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+#: seed of the PushT episodes GRPO trains on when no data_dir is given (held-out set: 10000)
+TRAIN_EPISODES_SEED = 20_000
+EVAL_TOP_K = 100  # the paper's evaluation sampling
+
+
+def group_advantages(rewards: torch.Tensor, scale: bool = True) -> torch.Tensor:
+    """[P, G] rewards -> [P, G] advantages: minus the group mean, divided by the group's
+    (unbiased) std + 1e-4 when `scale` (TRL's `scale_rewards="group"`; Dr. GRPO: no scale)."""
+    centred = rewards - rewards.mean(dim=1, keepdim=True)
+    if not scale:
+        return centred
+    return centred / (rewards.std(dim=1, keepdim=True) + 1e-4)
+
+
+def grpo_loss(logps: torch.Tensor, old_logps: torch.Tensor, ref_logps: torch.Tensor | None,
+              advantages: torch.Tensor, mask: torch.Tensor, clip: float, beta: float, loss_type: str,
+              max_len: int) -> tuple[torch.Tensor, dict[str, float]]:
+    """TRL's GRPO loss (token-level importance ratio, two-sided clip, k3 KL) for [B, R]
+    per-token log-probs, [B] advantages and a [B, R] mask of the tokens that carry loss.
+
+    Aggregation by `loss_type`: "grpo" averages each sequence then the batch; "bnpo" and
+    "dapo" average over all tokens of the batch (one process, no accumulation); "dr_grpo"
+    divides the token sum by batch * `max_len`.
+    """
+    mask = mask.to(logps.dtype)
+    ratio = torch.exp(logps - old_logps)
+    clipped = torch.clamp(ratio, 1 - clip, 1 + clip)
+    adv = advantages.unsqueeze(1)
+    per_token = -torch.min(ratio * adv, clipped * adv)
+    kl = torch.zeros_like(logps)
+    if beta != 0.0:
+        if ref_logps is None:
+            raise ValueError("beta > 0 needs the reference model's log-probs")
+        kl = torch.exp(ref_logps - logps) - (ref_logps - logps) - 1
+        per_token = per_token + beta * kl
+    if loss_type == "grpo":
+        loss = ((per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()
+    elif loss_type in ("bnpo", "dapo"):
+        loss = (per_token * mask).sum() / mask.sum().clamp(min=1.0)
+    elif loss_type == "dr_grpo":
+        loss = (per_token * mask).sum() / (per_token.size(0) * max_len)
+    else:
+        raise ValueError(f"unknown loss_type {loss_type!r}")
+    tokens = mask.sum().clamp(min=1.0)
+    is_clipped = ((ratio < 1 - clip) & (adv < 0)) | ((ratio > 1 + clip) & (adv > 0))
+    stats = {"kl": float((kl.detach() * mask).sum() / tokens),
+             "clip_fraction": float((is_clipped * mask).sum() / tokens)}
+    return loss, stats
+
+
+def response_logps(model, prompts: torch.Tensor, responses: torch.Tensor, frame_codes: int,
+                   temperature: float) -> torch.Tensor:
+    """[B, R] log-probabilities of each response token under the model's frame-code
+    distribution at `temperature` (forced action positions get garbage; mask them)."""
+    sequence = torch.cat([prompts, responses], dim=1)
+    length = responses.shape[1]
+    logits = model(input_ids=sequence, logits_to_keep=length + 1).logits[:, :-1]
+    logps = torch.log_softmax(logits[..., :frame_codes].float() / temperature, dim=-1)
+    return logps.gather(-1, responses.clamp(max=frame_codes - 1).unsqueeze(-1)).squeeze(-1)
+
+
+# -- tasks and models ------------------------------------------------------------------
+def _registered(args):
+    from rlvr_envs.registration import entry
+
+    registered = entry(args.env_id)
+    return registered, {**registered.kwargs, **args.kwargs()}
+
+
+def build_held_out(args):
+    """The held-out task: `data_dir`'s test split, or the env's embedded held-out set."""
+    from rlvr_envs.core.factory import build_task
+
+    registered, kwargs = _registered(args)
+    if "data_dir" in kwargs:
+        kwargs["split"] = "test"
+    return build_task(registered.task, **kwargs)
+
+
+def build_training(args, held_out):
+    """The training task: `data_dir`'s train split, or PushT episodes generated once (seed
+    20000). Training windows start at every frame and every phase of the frame skip."""
+    from rlvr_envs.core.factory import build_task
+    from rlvr_envs.video.task import embedded_heldout_dir
+
+    registered, kwargs = _registered(args)
+    if "data_dir" in kwargs:
+        kwargs["split"] = "train"
+    else:
+        resolution = held_out.tokenizer.config.resolution[0]
+        kwargs["data_dir"] = embedded_heldout_dir(args.train_episodes, resolution, seed=TRAIN_EPISODES_SEED)
+    kwargs.update(frame_offsets=tuple(range(held_out.config.frame_skip)), window_stride=1)
+    return build_task(registered.task, **kwargs)
+
+
+def load_start_model(args, task):
+    """The model GRPO starts from (and, frozen, its KL reference): `--model` or the shipped one."""
+    from rlvr_envs.video.task import shipped_world_model
+    from rlvr_envs.video.world_model import load_world_model
+
+    if args.model:
+        return load_world_model(args.model, task.vocab)
+    return shipped_world_model(task)
+
+
+def start_model_dir(args, task) -> str:
+    from rlvr_envs.video.task import shipped_world_model_dir
+
+    return args.model or str(shipped_world_model_dir(task.config.layout))
+
+
+def _with_lora(model, args):
+    from peft import LoraConfig, get_peft_model
+
+    config = LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha, lora_dropout=0.0,
+                        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
+    return get_peft_model(model, config)
+
+
+def evaluate(model, task, indices: list[int], seed: int) -> dict[str, dict[str, float]]:
+    """Held-out means of greedy and sampled (temperature 1, top-k 100) responses."""
+    from rlvr_envs.video.evaluation import score_world_model, summarize
+
+    return {"greedy": summarize(score_world_model(model, task, indices, seed=seed, temperature=0.0)),
+            "sampled": summarize(score_world_model(model, task, indices, seed=seed, temperature=1.0,
+                                                   top_k=EVAL_TOP_K))}
+
+
+# -- checkpoints -------------------------------------------------------------------------
+def save_checkpoint(out: Path, model, optimizer, step: int, history: list, started_from: str) -> None:
+    """Write `out/checkpoint` whole, then swap it in: a kill at any moment leaves one intact."""
+    fresh, current, old = out / "checkpoint.tmp", out / "checkpoint", out / "checkpoint.old"
+    shutil.rmtree(fresh, ignore_errors=True)
+    model.save_pretrained(fresh)
+    torch.save({"optimizer": optimizer.state_dict(), "step": step, "history": history,
+                "started_from": started_from}, fresh / "state.pt")
+    shutil.rmtree(old, ignore_errors=True)
+    if current.exists():
+        os.replace(current, old)
+    os.replace(fresh, current)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def find_checkpoint(out: Path) -> Path | None:
+    for candidate in (out / "checkpoint", out / "checkpoint.old"):
+        if (candidate / "state.pt").is_file():
+            return candidate
+    return None
+
+
+# -- the loop ----------------------------------------------------------------------------
+def train(args) -> dict:
+    from tqdm.auto import tqdm
+
+    from rlvr_envs.video.world_model import generate_responses, save_world_model
+
+    args.validate()
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"building tasks for {args.env_id} ...", flush=True)
+    held_out = build_held_out(args)
+    reference = load_start_model(args, held_out)  # a vocabulary mismatch fails here, before the long part
+    reference.requires_grad_(False)
+    started_from = start_model_dir(args, held_out)
+    train_task = build_training(args, held_out)
+    layout, frame_codes = train_task.layout, train_task.vocab.frame_codes
+    eval_indices = sorted(np.random.default_rng(12345).choice(
+        len(held_out), size=min(args.eval_windows, len(held_out)), replace=False).tolist())
+    group, per_step = args.group_size, args.prompts_per_step
+    print(f"{len(train_task)} training transitions, {len(eval_indices)} held-out; {per_step} prompts x {group} "
+          f"samples per step", flush=True)
+
+    checkpoint = find_checkpoint(out) if args.resume else None
+    step, history = 0, []
+    if checkpoint is not None:
+        state = torch.load(checkpoint / "state.pt", weights_only=True)
+        if state["started_from"] != started_from:
+            raise ValueError(f"{checkpoint} continues a run that started from {state['started_from']}, "
+                             f"not {started_from}")
+        if args.lora_r:
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(load_start_model(args, train_task), checkpoint, is_trainable=True)
+        else:
+            from rlvr_envs.video.world_model import load_world_model
+
+            model = load_world_model(str(checkpoint), train_task.vocab)
+        step, history = int(state["step"]), list(state["history"])
+        print(f"resuming {checkpoint} at step {step}", flush=True)
+    else:
+        model = load_start_model(args, train_task)
+        if args.lora_r:
+            model = _with_lora(model, args)
+        state = None
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr,
+                                  weight_decay=0.0, betas=(0.9, 0.99))
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
+    writer = None
+    if args.logging == "tensorboard":
+        from torch.utils.tensorboard import SummaryWriter
+
+        writer = SummaryWriter(str(out / "tensorboard"))
+
+    if not history:
+        base = evaluate(reference, held_out, eval_indices, args.seed)
+        history.append({"step": 0, "eval": base})
+        print(f"start: greedy MAE {base['greedy']['mae']:.5f}, sampled MAE {base['sampled']['mae']:.5f}", flush=True)
+    loss_mask = torch.as_tensor(layout.loss_mask())
+    log = (out / "log.jsonl").open("a", encoding="utf-8")
+    started, failures = time.perf_counter(), 0
+    bar = tqdm(total=args.steps, initial=step, desc=f"GRPO {args.env_id.split('/')[-1]}", unit="step")
+    while step < args.steps:
+        tick = time.perf_counter()
+        rng = np.random.default_rng([args.seed, step])
+        picked = rng.choice(len(train_task), size=per_step, replace=len(train_task) < per_step)
+        indices = np.repeat(picked, group)
+        prompts = torch.as_tensor(np.stack([train_task.prompt_ids(int(i)) for i in indices]))
+        given = None if train_task.given_action_tokens(int(picked[0])) is None else \
+            np.stack([train_task.given_action_tokens(int(i)) for i in indices])
+        model.eval()
+        responses = generate_responses(model, prompts, layout, given, temperature=args.temperature,
+                                       top_k=args.top_k or None, seed=int(rng.integers(2**31)))
+        try:
+            results = train_task.verify(indices.tolist(), list(responses))
+        except Exception as exc:  # a verifier failure costs this step, never the run
+            failures += 1
+            step += 1
+            bar.update(1)
+            log.write(json.dumps({"step": step, "reward_failure": f"{type(exc).__name__}: {exc}",
+                                  "reward_failures": failures}) + "\n")
+            log.flush()
+            continue
+        rewards = torch.tensor([r.reward for r in results], dtype=torch.float32).view(per_step, group)
+        advantages = group_advantages(rewards, scale=args.loss_type != "dr_grpo").reshape(-1)
+        spread = (rewards.std(dim=1) > 0).repeat_interleave(group)
+        generated = time.perf_counter()
+        record = {"step": step + 1, "reward": float(rewards.mean()), "reward_std": float(rewards.std(dim=1).mean()),
+                  "zero_spread": float(1 - spread.float().mean()),
+                  "repetition": float(np.mean([r.metrics.get("repetition", 0.0) for r in results]))}
+        if spread.any():
+            keep = spread.nonzero().squeeze(1)
+            batch_prompts, batch_responses = prompts[keep], torch.as_tensor(responses)[keep]
+            mask = loss_mask.unsqueeze(0).expand(len(keep), -1)
+            with torch.no_grad():
+                # one update per batch: the sampling policy is the current one (TRL skips this forward too)
+                old = None if args.updates_per_step == 1 else \
+                    response_logps(model, batch_prompts, batch_responses, frame_codes, args.temperature)
+                ref = None if not args.beta else \
+                    response_logps(reference, batch_prompts, batch_responses, frame_codes, args.temperature)
+            model.train()
+            for _ in range(args.updates_per_step):
+                logps = response_logps(model, batch_prompts, batch_responses, frame_codes, args.temperature)
+                old = logps.detach() if old is None else old
+                loss, stats = grpo_loss(logps, old, ref, advantages[keep], mask, args.clip, args.beta,
+                                        args.loss_type, layout.response_len)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                optimizer.step()
+            record.update(loss=float(loss), **stats)
+        step += 1
+        record.update(generate_seconds=generated - tick, update_seconds=time.perf_counter() - generated,
+                      seconds=time.perf_counter() - started)
+        bar.update(1)
+        bar.set_postfix(reward=f"{record['reward']:.4f}", zero_spread=f"{record['zero_spread']:.2f}")
+        if step % args.eval_every == 0 or step == args.steps:
+            report = evaluate(model, held_out, eval_indices, args.seed)
+            history.append({"step": step, "eval": report})
+            record["eval"] = report
+            bar.write(f"step {step}: held-out greedy MAE {report['greedy']['mae']:.5f}, sampled MAE "
+                      f"{report['sampled']['mae']:.5f} (start {history[0]['eval']['sampled']['mae']:.5f})")
+        log.write(json.dumps(record) + "\n")
+        log.flush()
+        if writer is not None:
+            for key, value in record.items():
+                if isinstance(value, float):
+                    writer.add_scalar(f"train/{key}", value, step)
+        if step % args.checkpoint_every == 0 and step < args.steps:
+            save_checkpoint(out, model, optimizer, step, history, started_from)
+    bar.close()
+    if history[-1]["step"] != step:  # the last step's verifier failed: evaluate what we have
+        history.append({"step": step, "eval": evaluate(model, held_out, eval_indices, args.seed)})
+    seconds = time.perf_counter() - started
+    final = model.merge_and_unload() if args.lora_r else model
+    save_world_model(final, str(out))
+    card = {"what": f"GRPO post-training of {started_from} on {args.env_id}",
+            "command": "python -m trainers.grpo " + " ".join(sys.argv[1:]),
+            "args": dataclasses.asdict(args), "started_from": started_from, "steps": step,
+            "train_seconds_this_run": round(seconds, 1), "reward_failures": failures, "held_out_transitions": len(eval_indices),
+            "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, CPU",
+            "start": history[0]["eval"], "final": history[-1]["eval"], "eval_history": history}
+    (out / "card.json").write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
+    shutil.rmtree(out / "checkpoint", ignore_errors=True)
+    if writer is not None:
+        writer.close()
+    return card
