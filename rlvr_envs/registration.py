@@ -6,6 +6,7 @@ the package for you (gymnasium 1.x's convention: no plugins, no import hooks).
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,7 +44,11 @@ class EnvEntry:
     def availability(self, **kwargs: Any) -> tuple[bool, str]:
         """(available here?, what to get if not), without building the task."""
         check = getattr(self.task_class(), "availability", None)
-        return check(kwargs.get("data_dir")) if check else (True, "embedded")
+        if check is None:
+            return True, "embedded"
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(check).parameters.values()):
+            return check(**{**self.kwargs, **kwargs})  # tasks that tell their ids apart by fixed arguments
+        return check(kwargs.get("data_dir"))
 
 
 TEXT_GAME = "rlvr_envs.text_game.task"
@@ -63,6 +68,18 @@ ENVS: tuple[EnvEntry, ...] = (
     EnvEntry("RLVRWorld/PushT-MultiStep-v0", "rlvr_envs.video.task:VideoPredictionTask",
              "PushT: 1 frame + 4 given actions -> 4 frames (embedded tokenizer, model, held-out set)",
              {"layout": "multi"}),
+    EnvEntry("RLVRWorld/RT1-SingleStep-v0", "rlvr_envs.video.task:VideoPredictionTask",
+             "RT-1 (fractal20220817_data): 4 frames + actions -> next frame (needs data_dir=, tokenizer=)",
+             {"dataset": "rt1", "layout": "single"}),
+    EnvEntry("RLVRWorld/RT1-MultiStep-v0", "rlvr_envs.video.task:VideoPredictionTask",
+             "RT-1: 1 frame + 7 given actions -> 7 frames (needs data_dir=, tokenizer=)",
+             {"dataset": "rt1", "layout": "multi"}),
+    EnvEntry("RLVRWorld/Rope-v0", "rlvr_envs.video.task:VideoPredictionTask",
+             "DINO-WM Rope (FleX): 1 frame + action -> next frame (needs data_dir=, tokenizer=)",
+             {"dataset": "rope", "layout": "single"}),
+    EnvEntry("RLVRWorld/Granular-v0", "rlvr_envs.video.task:VideoPredictionTask",
+             "DINO-WM Granular (FleX): 1 frame + action -> next frame (needs data_dir=, tokenizer=)",
+             {"dataset": "granular", "layout": "single"}),
 )
 
 

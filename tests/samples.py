@@ -75,6 +75,161 @@ def generated_wma_dir(size: int = 12) -> str:
     return str(root)
 
 
+# -- video fixtures in the real formats (RT-1 RLDS -> npz, DINO-WM deformables, tokenizers) -------
+
+#: RT-1 action keys in a non-alphabetical order, as a writer might emit them (the reader sorts)
+RT1_ACTION_LAYOUT = (("world_vector", 3), ("terminate_episode", 3), ("rotation_delta", 3),
+                     ("gripper_closedness_action", 1), ("base_displacement_vertical_rotation", 1),
+                     ("base_displacement_vector", 2))
+
+
+@functools.cache
+def pusht_fixture_frames(count: int, steps: int = 10, stride: int = 5) -> tuple:
+    """`count` short clips (uint8 [steps, 64, 64, 3], every `stride`-th frame) cut from the
+    embedded PushT held-out episodes (recorded from the real simulator, cached per machine).
+
+    The RT-1 and DINO-WM fixtures carry these frames in their own formats, so the shipped
+    PushT tokenizer (trained, unlike a random one) can show the video invariant on them.
+    """
+    from rlvr_envs.video.pusht import PushTEpisodeDataset
+    from rlvr_envs.video.task import embedded_heldout_dir
+
+    source = PushTEpisodeDataset(embedded_heldout_dir(2, 64))
+    span = steps * stride
+    clips = []
+    for position in range(len(source)):
+        frames = source[position].frames
+        clips += [frames[start:start + span:stride] for start in range(0, len(frames) - span + 1, span)]
+    if len(clips) < count:
+        raise RuntimeError(f"the embedded held-out set holds {len(clips)} clips of {span} steps, {count} wanted")
+    return tuple(clips[:count])
+
+
+def rt1_fixture_episode(seed: int, frames):
+    """(frames, {action key: values [T, dim]}, expected [T, 13] in alphabetical key order)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    steps = len(frames)
+    actions = {}
+    for name, dim in RT1_ACTION_LAYOUT:
+        if name == "terminate_episode":
+            onehot = np.zeros((steps, dim), dtype=np.int64)
+            onehot[:, 1] = 1
+            onehot[-1] = [1, 0, 0]
+            actions[name] = onehot
+        else:
+            actions[name] = rng.uniform(-1, 1, size=(steps, dim)).astype(np.float32)
+    expected = np.concatenate([actions[name] for name in sorted(actions)], axis=1).astype(np.float32)
+    return frames, actions, expected
+
+
+def write_rlds_shard(path: Path, episodes) -> Path:
+    """One `tf.train.Example` per episode with flattened `steps/...` keys and PNG-encoded
+    images, as RT-1's RLDS TFRecord shards store them (written with `tfrecord`'s writer)."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+    from tfrecord import TFRecordWriter
+
+    def png(array) -> bytes:
+        buffer = io.BytesIO()
+        Image.fromarray(array).save(buffer, format="PNG")
+        return buffer.getvalue()
+
+    writer = TFRecordWriter(str(path))
+    for frames, actions, _ in episodes:
+        steps = frames.shape[0]
+        datum = {
+            "steps/observation/image": ([png(f) for f in frames], "byte"),
+            "steps/observation/natural_language_instruction": ([b"pick coke can"] * steps, "byte"),
+            "steps/is_first": ([1] + [0] * (steps - 1), "int"),
+            "steps/is_last": ([0] * (steps - 1) + [1], "int"),
+            "steps/is_terminal": ([0] * (steps - 1) + [1], "int"),
+            "steps/reward": (np.zeros(steps, np.float32), "float"),
+        }
+        for name, values in actions.items():
+            datum[f"steps/action/{name}"] = (values.ravel(), "int" if values.dtype == np.int64 else "float")
+        writer.write(datum)
+    writer.close()
+    return path
+
+
+@functools.cache
+def generated_rt1_dir(episodes: int = 4, upscale: int = 2) -> str:
+    """RT-1 episodes written as RLDS TFRecord shards (two, real file names, PNG images) and
+    converted to npz by the project's converter (`data_dir/{train,test}`); episode 0 is the
+    test split. Frames are PushT clips upscaled to 128x128, so a 64x64 tokenizer resizes them."""
+    import numpy as np
+
+    from rlvr_envs.video import rt1
+
+    root = Path(tempfile.mkdtemp(prefix="rlvr_rt1_"))
+    src = root / "rlds"
+    src.mkdir()
+    clips = [np.repeat(np.repeat(clip, upscale, axis=1), upscale, axis=2) for clip in pusht_fixture_frames(episodes)]
+    made = [rt1_fixture_episode(seed, clip) for seed, clip in enumerate(clips)]
+    half = (episodes + 1) // 2
+    write_rlds_shard(src / "fractal20220817_data-train.tfrecord-00000-of-00002", made[:half])
+    write_rlds_shard(src / "fractal20220817_data-train.tfrecord-00001-of-00002", made[half:])
+    rt1.convert_rlds_to_npz(src, root / "npz", image_shape=clips[0].shape[1:], progress=False)
+    return str(root / "npz")
+
+
+@functools.cache
+def generated_deformable_dir(name: str = "rope", episodes: int = 3, particles: int = 5) -> str:
+    """A DINO-WM Rope/Granular folder: `states.pth` [N, T, P, 4], `actions.pth` [N, T, 4] and
+    `{i:06d}/obses.pth` uint8 [T, 64, 64, 3] (PushT clips), saved with `torch.save` as DINO-WM does."""
+    import torch
+
+    root = Path(tempfile.mkdtemp(prefix=f"rlvr_{name}_")) / name
+    root.mkdir()
+    offset = 0 if name == "rope" else 1  # the two datasets get different clips
+    clips = pusht_fixture_frames(episodes + 1)[offset:offset + episodes]
+    steps = len(clips[0])
+    generator = torch.Generator().manual_seed(len(name))
+    torch.save(torch.randn(episodes, steps, particles, 4, generator=generator), root / "states.pth")
+    torch.save(torch.randn(episodes, steps, 4, generator=generator), root / "actions.pth")
+    for index, clip in enumerate(clips):
+        (root / f"{index:06d}").mkdir()
+        torch.save(torch.from_numpy(clip.copy()), root / f"{index:06d}" / "obses.pth")
+    return str(root)
+
+
+@functools.cache
+def untrained_tokenizer_dir(height: int, width: int, seed: int = 0) -> str:
+    """A small randomly initialised `FrameTokenizer` (8x8 pixels a code, 1,000 codes) saved
+    as a checkpoint: the task contract does not depend on the tokenizer's quality."""
+    import torch
+
+    from rlvr_envs.video.frame_tokenizer import FrameTokenizer, FrameTokenizerConfig
+
+    torch.manual_seed(seed)
+    config = FrameTokenizerConfig(resolution=(height, width), downsample=8, levels=(8, 5, 5, 5), channels=(8, 16, 16))
+    return str(FrameTokenizer(config).save(Path(tempfile.mkdtemp(prefix="rlvr_tok_"))))
+
+
+def write_action_ranges(path: Path, low, high, names=None) -> Path:
+    """A ranges JSON in the format of RLVR-World's `frac_action_ranges.json`."""
+    rows = [[float(a), float(b)] for a, b in zip(low, high)]
+    data = {"shape": [len(rows), 2], "columns": ["min", "max"], "values": rows}
+    if names is not None:
+        data["row_names_inferred_alphabetical_tfds_key_order"] = list(names)
+    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    return path
+
+
+def video_fixture_kwargs(dataset: str) -> dict:
+    """`gym.make` arguments of a non-PushT video id on the fixtures above, with the shipped
+    (trained) PushT tokenizer and MAE (no LPIPS weights needed). RT-1 frames are 128x128, so
+    every RT-1 run also resizes them to the tokenizer's 64x64."""
+    from rlvr_envs.video.task import default_tokenizer_dir
+
+    data_dir = generated_rt1_dir() if dataset == "rt1" else generated_deformable_dir(dataset)
+    return {"data_dir": data_dir, "tokenizer": str(default_tokenizer_dir()), "reward": "mae"}
+
+
 def registry_test_kwargs(env_id: str) -> dict:
     """Arguments that make an id buildable with no external data.
 
@@ -89,6 +244,9 @@ def registry_test_kwargs(env_id: str) -> dict:
         return {"data_dir": generated_wma_dir(), "split": "all"}
     if env_id.startswith("RLVRWorld/PushT"):  # a small embedded held-out set; MAE needs no LPIPS weights
         return {"episodes": 2, "reward": "mae", "size": 12}
+    dataset = entry(env_id).kwargs.get("dataset")
+    if dataset in ("rt1", "rope", "granular"):
+        return video_fixture_kwargs(dataset)
     available, hint = entry(env_id).availability()
     if not available:
         pytest.skip(f"{env_id}: external data absent here ({hint})")

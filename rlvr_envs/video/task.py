@@ -1,4 +1,4 @@
-"""Video next-frame prediction tasks: PushT single-step and multi-step (`RLVRWorld/PushT-*`).
+"""Video next-frame prediction tasks: PushT, RT-1, and DINO-WM's Rope and Granular.
 
 A transition is a window of an episode: k history frames with their actions (the prompt,
 in the frame tokenizer's codes and the action bins' tokens) and the future frame(s) to
@@ -6,10 +6,30 @@ predict. The agent writes frame codes; in the multi-step layout the env inserts 
 step's given action tokens after every generated frame. The reward is computed on the
 *decoded* frames against the real ones, RLVR-World's -(L1 + LPIPS) by default.
 
+One task class serves every dataset (`VideoTaskConfig.dataset`); per dataset it differs
+only in where episodes come from, how actions are binned and its defaults (`DATASETS`):
+
+* ``pusht``: PushT episodes from the simulator (`rlvr-world data pusht`, or the embedded
+  held-out set); 256 bins over the 512-pixel arena; frame_skip 5.
+* ``rt1``: converted RT-1 episodes (`data_dir/{train,test}/episode_*.npz`, written by
+  `rlvr-world data rt1`; every 100th episode is test, see `rlvr_envs.video.rt1`); 256
+  uniform bins per action dim from a ranges JSON (`action_ranges=`, the format of
+  RLVR-World's `frac_action_ranges.json`), else from the min/max of the train split's
+  actions; frame_skip 1 (the data is already 3 Hz); single-step history 4 as in the paper,
+  multi-step 1 context frame + 7 future frames.
+* ``rope`` / ``granular``: DINO-WM's deformable folders (`states.pth`, `actions.pth`,
+  `{i:06d}/obses.pth`); bins from the min/max of the train episodes' actions (episode
+  index % 10 != 0); frame_skip 1.
+
 Frames are taken every `frame_skip` simulator steps and the skipped steps' actions are
 concatenated into one action chunk (DINO-WM predicts PushT 5 steps ahead the same way):
 at 10 fps consecutive frames barely differ, and copying the last frame would beat any
 model in pixels.
+
+Resolution: frames whose size differs from the tokenizer's `resolution` are resized to it
+once, when the task is built (antialiased bilinear, `resize_frames`); history, truth and
+every metric (MAE, MSE, PSNR, SSIM, LPIPS) are then at the tokenizer's resolution, not the
+dataset's native one (RT-1 is 256x320). `describe()` says what was done.
 
 The video invariant (a tokenizer cannot reconstruct frames exactly): the gold codes do not
 reach `max_reward`; they score at least as well as perturbed or random responses, and
@@ -46,11 +66,62 @@ REWARDS: dict[str, tuple[str, float, float]] = {
 }
 LAYOUTS = ("single", "multi")
 SPLITS = ("all", "train", "test")
-#: an episode whose index is a multiple of this is held out (split="test")
+#: an episode whose index is a multiple of this is held out (split="test"; PushT and the
+#: deformables; RT-1 holds out every 100th episode, in its own test folder)
 TEST_EVERY = 10
 #: PushT actions are absolute agent targets in pixels of the 512x512 arena
 PUSHT_ACTION_RANGE = (0.0, 512.0)
 EMBEDDED_DIR = Path(__file__).resolve().parents[1] / "assets" / "video"
+TOKENIZER_HINT = ("a FrameTokenizer checkpoint dir (config.json + model.safetensors) trained on these frames, e.g. "
+                  "`python -m trainers.train_frame_tokenizer`")
+MODEL_HINT = ("a world model directory (`save_pretrained` LLaMA over this tokenizer's codes + 256 action bins), "
+              "e.g. from `python -m trainers.train_video_world_model`")
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """What differs between the video datasets: labels, defaults and where to get the data."""
+
+    label: str  #: shown in renders and messages
+    frame_skip: int  #: default simulator steps between frames
+    single_history: int  #: default history frames of the single-step layout
+    multi_history: int  #: default context frames of the multi-step layout
+    future: int  #: default predicted frames of the multi-step layout
+    data_hint: str = ""  #: what `data_dir` must hold and how to get it ("" = embedded default)
+
+    @property
+    def embedded(self) -> bool:
+        return not self.data_hint
+
+
+_DEFORMABLE_HINT = ("DINO-WM's deformable/{name} folder: states.pth, actions.pth, 000000/obses.pth, ... "
+                    "(datasets at https://osf.io/bmw48/)")
+DATASETS: dict[str, DatasetSpec] = {
+    "pusht": DatasetSpec("PushT", frame_skip=5, single_history=3, multi_history=1, future=4),
+    "rt1": DatasetSpec("RT-1", frame_skip=1, single_history=4, multi_history=1, future=7, data_hint=(
+        "converted RT-1 episodes, data_dir/{train,test}/episode_*.npz: `rlvr-world data rt1 --src "
+        "<fractal20220817_data RLDS shards> --out <data_dir>`")),
+    "rope": DatasetSpec("Rope", frame_skip=1, single_history=1, multi_history=1, future=4,
+                        data_hint=_DEFORMABLE_HINT.format(name="rope")),
+    "granular": DatasetSpec("Granular", frame_skip=1, single_history=1, multi_history=1, future=4,
+                            data_hint=_DEFORMABLE_HINT.format(name="granular")),
+}
+
+
+def missing_arguments(dataset: str, data_dir: str | None, tokenizer: str | None) -> str | None:
+    """Why a dataset without an embedded default cannot be built with these arguments, or None."""
+    spec = DATASETS[dataset]
+    if spec.embedded:
+        return None
+    missing = []
+    if data_dir is None:
+        missing.append(f"data_dir= ({spec.data_hint})")
+    if tokenizer is None:
+        missing.append(f"tokenizer= ({TOKENIZER_HINT})")
+    if not missing:
+        return None
+    return (f"the {spec.label} video task (dataset={dataset!r}) ships no data or tokenizer; it needs "
+            + " and ".join(missing))
 
 
 def skip_frames(frames: np.ndarray, actions: np.ndarray, skip: int, offset: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -69,28 +140,50 @@ def skip_frames(frames: np.ndarray, actions: np.ndarray, skip: int, offset: int 
 
 @dataclass(frozen=True)
 class VideoTaskConfig:
-    """Arguments of the PushT video ids (pass them to `gym.make`)."""
+    """Arguments of the video ids (pass them to `gym.make`).
+
+    `frame_skip` and `future` default per dataset (`DATASETS`); after construction they
+    hold the resolved values.
+    """
 
     layout: str = "single"  #: "single" (k history frames -> 1 frame) or "multi" (-> `future` frames)
-    data_dir: str | None = None  #: folder of PushT episodes (`rlvr-world data pusht`); default: the embedded held-out set
-    split: str = "all"  #: episodes of data_dir to use: "all", "train" or "test" (index % 10 == 0 is test)
-    episodes: int = 12  #: size of the embedded held-out set (generated once with the real simulator, then cached)
-    tokenizer: str | None = None  #: frame tokenizer checkpoint dir; default: the shipped PushT tokenizer
+    dataset: str = "pusht"  #: "pusht", "rt1", "rope" or "granular" (see `DATASETS`)
+    data_dir: str | None = None  #: episodes folder (PushT: `rlvr-world data pusht`, default the embedded held-out set; RT-1: `rlvr-world data rt1` output; Rope/Granular: DINO-WM's folder); required except for PushT
+    split: str = "all"  #: episodes to use: "all", "train" or "test" (index % 10 == 0 is test; RT-1: its test folder, every 100th episode)
+    episodes: int = 12  #: PushT only: size of the embedded held-out set (generated once with the real simulator, then cached)
+    tokenizer: str | None = None  #: frame tokenizer checkpoint dir; default (PushT only): the shipped PushT tokenizer
+    model: str | None = None  #: world model dir for `shipped_world_model(task)`, its vocabulary checked at build; default (PushT only): the shipped model
+    action_ranges: str | None = None  #: JSON of per-dim [min, max] rows (format of RLVR-World's frac_action_ranges.json); default: PushT the arena, others the train split's min/max
     reward: str = "l1_lpips"  #: one of REWARDS
     lpips_net: str = "vgg"  #: LPIPS trunk for reward="l1_lpips" ("vgg" as in the reference code, or "alex")
     lpips_random_backbone_seed: int | None = None  #: explicit opt-in to a random LPIPS trunk (tests, offline)
     repetition_penalty: float = 0.0  #: subtracted per repeated frame (a copy of the previous frame's codes)
-    frame_skip: int = 5  #: simulator steps between frames (actions chunked)
+    frame_skip: int | None = None  #: simulator steps between frames (actions chunked); default PushT 5, others 1
     frame_offsets: tuple[int, ...] = (0,)  #: phases of the frame skip to take windows from (training: all)
-    history: int | None = None  #: history frames (default 3 single-step, 1 multi-step)
-    future: int = 4  #: predicted frames of the multi-step layout
+    history: int | None = None  #: history frames (default single-step: PushT 3, RT-1 4, Rope/Granular 1; multi-step 1)
+    future: int | None = None  #: predicted frames of the multi-step layout (default PushT 4, RT-1 7, Rope/Granular 4)
     window_stride: int = 2  #: distance between window starts (in kept frames)
     size: int | None = None  #: keep the first N windows
 
     def __post_init__(self):
         object.__setattr__(self, "frame_offsets", as_tuple(self.frame_offsets))
+        spec = DATASETS.get(self.dataset)
+        if spec is not None:  # an unknown dataset is reported by validate()
+            if self.frame_skip is None:
+                object.__setattr__(self, "frame_skip", spec.frame_skip)
+            if self.future is None:
+                object.__setattr__(self, "future", spec.future)
+
+    @property
+    def spec(self) -> DatasetSpec:
+        return DATASETS[self.dataset]
 
     def validate(self) -> None:
+        if self.dataset not in DATASETS:
+            raise ValueError(f"dataset must be one of {sorted(DATASETS)}, got {self.dataset!r}")
+        problem = missing_arguments(self.dataset, self.data_dir, self.tokenizer)
+        if problem:
+            raise ValueError(problem)
         if not self.frame_offsets or any(not 0 <= o < self.frame_skip for o in self.frame_offsets):
             raise ValueError(f"frame_offsets must lie in [0, frame_skip={self.frame_skip}), got {self.frame_offsets}")
         if self.split not in SPLITS:
@@ -111,7 +204,7 @@ class VideoTaskConfig:
 
     @property
     def history_frames(self) -> int:
-        return self.history or (3 if self.layout == "single" else 1)
+        return self.history or (self.spec.single_history if self.layout == "single" else self.spec.multi_history)
 
     @property
     def future_frames(self) -> int:
@@ -133,6 +226,127 @@ def pusht_action_bins(frame_skip: int) -> ActionBins:
     return ActionBins(np.full(2 * frame_skip, low), np.full(2 * frame_skip, high))
 
 
+def tile_action_bins(bins: ActionBins, frame_skip: int) -> ActionBins:
+    """The bins of one action chunk: `bins` repeated for each of the chunk's `frame_skip` actions."""
+    if frame_skip == 1:
+        return bins
+    names = None if bins.names is None else tuple(f"{name}@{k}" for k in range(frame_skip) for name in bins.names)
+    return ActionBins(np.tile(bins.low, frame_skip), np.tile(bins.high, frame_skip), bins.num_bins, names)
+
+
+def resize_frames(frames: np.ndarray, resolution: tuple[int, int], batch: int = 64) -> np.ndarray:
+    """uint8 frames [N, H, W, 3] at `resolution` (H, W): antialiased bilinear, rounded.
+
+    Frames already at that size are returned as they are (no copy, no rounding change).
+    """
+    frames = np.asarray(frames)
+    if tuple(frames.shape[1:3]) == tuple(resolution):
+        return frames
+    import torch.nn.functional as F
+
+    out = []
+    for start in range(0, len(frames), batch):
+        x = torch.from_numpy(np.ascontiguousarray(frames[start:start + batch])).permute(0, 3, 1, 2).float()
+        y = F.interpolate(x, size=tuple(resolution), mode="bilinear", antialias=True, align_corners=False)
+        out.append(y.round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).numpy())
+    if not out:
+        return np.zeros((0, *resolution, 3), dtype=np.uint8)
+    return np.ascontiguousarray(np.concatenate(out))
+
+
+def _npz_image_shape(path: Path) -> tuple[int, int, int]:
+    """The per-frame shape of an RT-1 npz episode's `image` array, read from its header only."""
+    import zipfile
+
+    from rlvr_envs.video.rt1 import RT1FormatError
+
+    try:
+        with zipfile.ZipFile(path) as archive, archive.open("image.npy") as handle:
+            version = np.lib.format.read_magic(handle)
+            reader = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                      else np.lib.format.read_array_header_2_0)
+            shape, _, _ = reader(handle)
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+        raise RT1FormatError(f"{path}: not a readable RT-1 npz episode ({type(exc).__name__}: {exc})") from None
+    if len(shape) != 4:
+        raise RT1FormatError(f"{path}: image shape {shape}, expected [T, H, W, 3]")
+    return tuple(int(v) for v in shape[1:])
+
+
+class RT1Episodes:
+    """The converted RT-1 episodes of one split ("train", "test") or both ("all"), in episode
+    order, each split read by `RT1NpzDataset`; the frame size is read from the first file."""
+
+    def __init__(self, root: str | Path, split: str = "all"):
+        from rlvr_envs.video import rt1
+
+        self.root = Path(root)
+        names = ("train", "test") if split == "all" else (split,)
+        present = [name for name in names if any((self.root / name).glob("episode_*.npz"))]
+        if not present:
+            where = self.root / ("{train,test}" if split == "all" else split)
+            raise FileNotFoundError(f"no RT-1 npz episodes under {where}: {DATASETS['rt1'].data_hint}")
+        first = min((next((self.root / name).glob("episode_*.npz")) for name in present))
+        self.image_shape = _npz_image_shape(first)
+        self.splits = [rt1.RT1NpzDataset(self.root, name, self.image_shape) for name in present]
+        order = []
+        for part, dataset in enumerate(self.splits):
+            for position, path in enumerate(dataset.paths):
+                order.append((rt1.episode_number(path.name, rt1.NPZ_NAME_PATTERN), part, position))
+        self._order = sorted(order)
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def __getitem__(self, position: int):
+        _, part, inner = self._order[position]
+        return self.splits[part][inner]
+
+
+def rt1_train_action_bins(root: str | Path) -> tuple[ActionBins, str]:
+    """256 bins per RT-1 action dim from the min/max of the train split's actions (`action`
+    arrays only), and a line saying so."""
+    from rlvr_envs.core.errors import DataError
+    from rlvr_envs.video import rt1
+    from rlvr_envs.video._files import episode_paths, read_npz
+
+    folder = Path(root) / "train"
+    paths = episode_paths(folder, rt1.NPZ_NAME_PATTERN, rt1.RT1FormatError) if folder.is_dir() else []
+    if not paths:
+        raise FileNotFoundError(f"no RT-1 train episodes under {folder} to derive the action ranges from: pass "
+                                "action_ranges= a JSON of per-dimension [min, max] rows (the format of RLVR-World's "
+                                "frac_action_ranges.json), or convert the train shards too")
+    actions = []
+    for path in paths:
+        try:
+            action = read_npz(path, ("action",), "RT-1 episode")["action"]
+        except DataError as exc:
+            raise rt1.RT1FormatError(str(exc)) from exc
+        if action.ndim != 2 or action.shape[1] != rt1.ACTION_DIM:
+            raise rt1.RT1FormatError(f"{path}: action shape {action.shape}, expected [T, {rt1.ACTION_DIM}]")
+        actions.append(action)
+    bins = ActionBins.from_data(np.concatenate(actions), names=rt1.ACTION_NAMES)
+    return bins, f"data: min/max of the train split's actions ({len(paths)} episodes under {folder})"
+
+
+def deformable_train_action_bins(source) -> tuple[ActionBins, str]:
+    """256 bins per action dim from the min/max of the train episodes' actions (index % 10 != 0;
+    all episodes when there is no train episode)."""
+    train = [i for i in range(len(source)) if i % TEST_EVERY != 0] or list(range(len(source)))
+    bins = ActionBins.from_data(source.actions[train])
+    return bins, f"data: min/max of the actions of {len(train)} train episodes in {source.root / 'actions.pth'}"
+
+
+def ranges_file_action_bins(path: str, dims: int, label: str) -> tuple[ActionBins, str]:
+    """Bins from a ranges JSON ("values": [[min, max], ...]), checked to have `dims` rows."""
+    from rlvr_envs.core.errors import DataError
+
+    bins = ActionBins.from_ranges_file(path)
+    if bins.dim != dims:
+        raise DataError(f"{path}: {bins.dim} rows of action ranges, but the {label} actions have {dims} dims")
+    return bins, f"file: {path}"
+
+
 def _lpips_or_explain(config: VideoTaskConfig):
     from rlvr_envs.video import metrics
 
@@ -150,9 +364,12 @@ def _lpips_or_explain(config: VideoTaskConfig):
 class VideoPredictionTask(Task):
     """
     ## Description
-    Next-frame prediction on PushT, RLVR-World's video domain at CPU scale: from k history
-    frames and actions (frame tokenizer codes + action-bin tokens), predict the next frame
-    (single-step) or the next T frames with the given actions (multi-step).
+    Next-frame prediction, RLVR-World's video domain: from k history frames and actions
+    (frame tokenizer codes + action-bin tokens), predict the next frame (single-step) or the
+    next T frames with the given actions (multi-step). `dataset` picks PushT (embedded
+    default, CPU scale), RT-1 or DINO-WM's Rope/Granular (these need `data_dir=` and
+    `tokenizer=`). Frames are resized to the tokenizer's resolution at build time and every
+    metric is computed at that resolution.
 
     ## Reward
     See `REWARDS`: -(L1 + LPIPS) by default (needs the real LPIPS weights; `reward="mae"`
@@ -165,8 +382,10 @@ class VideoPredictionTask(Task):
     ```python
     import gymnasium as gym, rlvr_envs
     env = gym.make("RLVRWorld/PushT-MultiStep-v0", reward="mae")
+    env = gym.make("RLVRWorld/RT1-SingleStep-v0", data_dir="data/rt1", tokenizer="runs/rt1_tokenizer",
+                   action_ranges="frac_action_ranges.json", reward="mae")
     ```
-    See `VideoTaskConfig`.
+    See `VideoTaskConfig`; `describe()` says where the frames, action ranges and tokenizer came from.
     """
 
     modality = "video"
@@ -184,8 +403,11 @@ class VideoPredictionTask(Task):
         self.reward_name = config.reward
         self.reward_description, self.min_reward, self._max = REWARDS[config.reward]
         self.lpips = _lpips_or_explain(config) if config.reward == "l1_lpips" else None
-        self.tokenizer = _load_tokenizer(str(config.tokenizer or default_tokenizer_dir()))
-        self.bins = pusht_action_bins(config.frame_skip)
+        self.tokenizer_dir = str(config.tokenizer or default_tokenizer_dir())
+        self.tokenizer = _load_tokenizer(self.tokenizer_dir)
+        self.resolution = tuple(self.tokenizer.config.resolution)
+        source = self._episode_source()
+        self.bins = self._action_bins(source)
         self.vocab = VideoVocabulary(self.tokenizer.config.codebook_size, self.bins.num_bins)
         frame_len, action_dims = self.tokenizer.config.tokens_per_frame, self.bins.dim
         if config.layout == "single":
@@ -196,15 +418,40 @@ class VideoPredictionTask(Task):
         self.vocab_size, self.eos_token_id, self.pad_token_id = self.vocab.size, self.vocab.eos, self.vocab.pad
         self.max_prompt_len = self.layout.prompt_len
         self.max_response_len = self.layout.response_len + 1  # room for an EOS after the frames
-        self._build(self._episode_source())
+        if config.model is not None:  # a checkpoint for another vocabulary fails now, naming both
+            check_world_model_config(config.model, self)
+        self.native_resolution: tuple[int, int] | None = None
+        self._build(source)
 
     # -- data ----------------------------------------------------------------------------
     def _episode_source(self):
-        from rlvr_envs.video.pusht import PushTEpisodeDataset
+        config = self.config
+        if config.dataset == "pusht":
+            from rlvr_envs.video.pusht import PushTEpisodeDataset
 
-        folder = self.config.data_dir or embedded_heldout_dir(self.config.episodes,
-                                                             self.tokenizer.config.resolution[0])
-        return PushTEpisodeDataset(folder)
+            folder = config.data_dir or embedded_heldout_dir(config.episodes, self.tokenizer.config.resolution[0])
+            return PushTEpisodeDataset(folder)
+        if config.dataset == "rt1":
+            return RT1Episodes(config.data_dir, config.split)
+        from rlvr_envs.video.dino_wm import DinoWMDeformableDataset
+
+        return DinoWMDeformableDataset(config.data_dir)
+
+    def _action_bins(self, source) -> ActionBins:
+        """Per-frame bins (from `action_ranges=`, else the dataset's default), tiled over a
+        frame-skip chunk; `self.action_ranges_source` says where the ranges came from."""
+        config = self.config
+        dims = {"pusht": 2, "rt1": 13}.get(config.dataset, 4)
+        if config.action_ranges is not None:
+            bins, self.action_ranges_source = ranges_file_action_bins(config.action_ranges, dims, config.spec.label)
+        elif config.dataset == "pusht":
+            self.action_ranges_source = f"the PushT arena: [{PUSHT_ACTION_RANGE[0]:g}, {PUSHT_ACTION_RANGE[1]:g}] pixels"
+            return pusht_action_bins(config.frame_skip)
+        elif config.dataset == "rt1":
+            bins, self.action_ranges_source = rt1_train_action_bins(config.data_dir)
+        else:
+            bins, self.action_ranges_source = deformable_train_action_bins(source)
+        return tile_action_bins(bins, config.frame_skip)
 
     def _build(self, source) -> None:
         """Encode every kept frame once; windows then index into the per-episode codes."""
@@ -212,16 +459,24 @@ class VideoPredictionTask(Task):
         spec = WindowSpec(history=config.history_frames, future=config.future_frames, stride=config.window_stride,
                           action_after_last_frame=isinstance(layout, MultiStepLayout))
         episodes, names, codes = [], [], []
-        for position, episode in enumerate(source):
+        windows_seen = 0
+        for position in range(len(source)):
+            if config.size is not None and windows_seen >= config.size:
+                break  # windows go in episode order: the first `size` need no later episode
+            episode = source[position]
             if not self._in_split(episode):
                 continue
             frames, actions = frames_and_actions(episode)
+            if tuple(frames.shape[1:3]) != self.resolution:
+                self.native_resolution = tuple(int(v) for v in frames.shape[1:3])
+                frames = resize_frames(frames, self.resolution)  # once, here: truth and metrics at this size
             all_codes = self.tokenizer.encode(frames)  # once per episode, shared by every offset
             for offset in config.frame_offsets:
                 kept = skip_frames(frames, actions, config.frame_skip, offset)
                 episodes.append(kept)
                 codes.append(all_codes[offset::config.frame_skip][: len(kept[0])])
                 names.append(f"{getattr(episode, 'index', position)}" + (f"+{offset}" if offset else ""))
+                windows_seen += len(spec.starts(len(kept[0]), len(kept[1])))
         if not episodes:
             raise ValueError(f"no episodes of split {config.split!r} in {len(source)} episodes")
         windows = FrameWindowDataset(list(episodes), spec, lengths=[(len(f), len(a)) for f, a in episodes])
@@ -243,13 +498,13 @@ class VideoPredictionTask(Task):
             self._given.append(given)
             self._truth.append(window.future)
             self._transitions.append(Transition(
-                uid=f"pusht/{names[e]}/{s}", state=window.history, action=window.actions, next_state=window.future,
+                uid=f"{config.dataset}/{names[e]}/{s}", state=window.history, action=window.actions, next_state=window.future,
                 target=future_codes, split="test", changed=None,
                 meta={"last_history_codes": history_codes[-1]}))
         self._ceiling: dict[int, float] = {}
 
     def _in_split(self, episode) -> bool:
-        if self.config.split == "all":
+        if self.config.split == "all" or self.config.dataset == "rt1":  # RT-1: the split is the folder read
             return True
         return (int(episode.index) % TEST_EVERY == 0) == (self.config.split == "test")
 
@@ -345,8 +600,26 @@ class VideoPredictionTask(Task):
 
     def render_text(self, index: int, response_ids: Sequence[int] | None = None) -> str:
         n = 0 if response_ids is None else len(response_ids)
-        return (f"{self.transition(index).uid}: {self.config.layout}-step PushT, {self.layout.prompt_len} prompt tokens, "
-                f"{n}/{self.layout.response_len} response tokens written")
+        return (f"{self.transition(index).uid}: {self.config.layout}-step {self.config.spec.label}, "
+                f"{self.layout.prompt_len} prompt tokens, {n}/{self.layout.response_len} response tokens written; "
+                f"action ranges from {self.action_ranges_source}")
+
+    def describe(self) -> dict[str, Any]:
+        """Where this task's pieces came from: dataset, frames (native size and the size they
+        were resized to), action ranges (a file or the data), tokenizer, layout."""
+        config = self.config
+        native = self.native_resolution or self.resolution
+        return {
+            "dataset": config.dataset, "data_dir": config.data_dir, "split": config.split,
+            "transitions": len(self), "layout": config.layout, "history": config.history_frames,
+            "future": config.future_frames, "frame_skip": config.frame_skip,
+            "frames": (f"{native[0]}x{native[1]} resized to {self.resolution[0]}x{self.resolution[1]} (the "
+                       "tokenizer's resolution; metrics are computed at it)" if self.native_resolution else
+                       f"{native[0]}x{native[1]} (the tokenizer's resolution)"),
+            "action_ranges": self.action_ranges_source, "action_bins": self.bins.num_bins,
+            "action_dims": self.bins.dim, "tokenizer": self.tokenizer_dir, "vocab_size": self.vocab.size,
+            "model": config.model,
+        }
 
     def render_frames(self, index: int, response_ids: Sequence[int]) -> np.ndarray:
         """uint8 [2H, T*W, 3]: the predicted frames (top row) above the real ones (bottom row)."""
@@ -360,24 +633,77 @@ class VideoPredictionTask(Task):
         return np.concatenate(rows, axis=0)
 
     @staticmethod
-    def availability(data_dir: str | None = None) -> tuple[bool, str]:
-        if not (default_tokenizer_dir() / "config.json").exists():
-            return False, "the shipped PushT frame tokenizer is missing; pass tokenizer= a trained checkpoint"
-        return True, "embedded"
+    def availability(data_dir: str | None = None, dataset: str = "pusht", tokenizer: str | None = None,
+                     **_: Any) -> tuple[bool, str]:
+        """(buildable with these arguments?, what is missing), without building anything."""
+        if dataset not in DATASETS:
+            return False, f"unknown dataset {dataset!r}; one of {sorted(DATASETS)}"
+        if dataset == "pusht":
+            if tokenizer is None and not (default_tokenizer_dir() / "config.json").exists():
+                return False, "the shipped PushT frame tokenizer is missing; pass tokenizer= a trained checkpoint"
+            return True, "embedded" if data_dir is None else data_dir
+        problem = missing_arguments(dataset, data_dir, tokenizer)
+        if problem:
+            return False, problem
+        if dataset == "rt1":
+            found = any(Path(data_dir, split).glob("episode_*.npz") for split in ("train", "test"))
+        else:
+            found = Path(data_dir, "states.pth").is_file()
+        if not found:
+            return False, f"nothing usable in {data_dir}: it should be {DATASETS[dataset].data_hint}"
+        if not Path(tokenizer, "config.json").is_file():
+            return False, f"no frame tokenizer at {tokenizer}: pass tokenizer= {TOKENIZER_HINT}"
+        return True, data_dir
 
 
 def shipped_world_model_dir(layout: str) -> Path:
     return EMBEDDED_DIR / f"pusht_{layout}_step_model"
 
 
+def check_world_model_config(directory: str | Path, task: "VideoPredictionTask") -> None:
+    """Fail, naming the checkpoint and the tokenizer, when the world model at `directory`
+    (its `config.json` only; no weights are read) cannot serve `task`: another vocabulary
+    (size or bos/eos/pad ids) or too few positions for prompt + response."""
+    import json
+
+    path = Path(directory) / "config.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"no world model at {directory} (expected a save_pretrained directory with "
+                                f"config.json): pass model= {MODEL_HINT}")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+        size, ids = raw["vocab_size"], (raw.get("bos_token_id"), raw.get("eos_token_id"), raw.get("pad_token_id"))
+    except (json.JSONDecodeError, KeyError, TypeError) as exc:
+        from rlvr_envs.core.errors import DataError
+
+        raise DataError(f"{path}: not a world model config ({type(exc).__name__}: {exc})") from None
+    vocab = task.vocab
+    needs = f"{vocab.frame_codes} frame codes + {vocab.action_bins} action bins + bos/eos/pad"
+    if size != vocab.size or tuple(ids) != (vocab.bos, vocab.eos, vocab.pad):
+        raise ValueError(f"the world model at {directory} has vocabulary size {size} and bos/eos/pad {ids}, but the "
+                         f"task over the tokenizer at {task.tokenizer_dir} ({needs}) needs {vocab.size} and "
+                         f"{(vocab.bos, vocab.eos, vocab.pad)}: use a model trained with this tokenizer")
+    positions, needed = raw.get("max_position_embeddings"), task.layout.prompt_len + task.layout.response_len
+    if isinstance(positions, int) and positions < needed:
+        raise ValueError(f"the world model at {directory} has {positions} positions, but the task's "
+                         f"{task.config.layout}-step layout over the tokenizer at {task.tokenizer_dir} needs "
+                         f"{needed} (prompt {task.layout.prompt_len} + response {task.layout.response_len})")
+
+
 def shipped_world_model(task: "VideoPredictionTask", directory: str | None = None):
-    """The shipped MLE world model for `task`'s layout (or the one at `directory`), checked
-    against the task's vocabulary; its model card is `model.card`."""
+    """The world model at `directory`, else the task's `model=`, else (PushT) the shipped MLE
+    model for its layout, checked against the task's vocabulary; its model card is `model.card`."""
     import json
 
     from rlvr_envs.video.world_model import load_world_model
 
-    directory = Path(directory or shipped_world_model_dir(task.config.layout))
+    directory = directory or task.config.model
+    if directory is None:
+        if task.config.dataset != "pusht":
+            raise ValueError(f"no world model ships for {task.config.spec.label}: pass model= {MODEL_HINT}")
+        directory = shipped_world_model_dir(task.config.layout)
+    directory = Path(directory)
+    check_world_model_config(directory, task)
     model = load_world_model(str(directory), task.vocab)
     card = directory / "card.json"
     model.card = json.loads(card.read_text(encoding="utf-8")) if card.is_file() else {}
