@@ -180,9 +180,16 @@ def device_kwargs(fp32: bool) -> dict[str, bool]:
     (TRL turns it on to save GPU memory; on a CPU it only costs time)."""
     import torch
 
+    from transformers import TrainingArguments
+
     cuda = torch.cuda.is_available()
     bf16 = not fp32 and (not cuda or torch.cuda.is_bf16_supported())
-    return {"bf16": bf16} if cuda else {"bf16": bf16, "use_cpu": True, "gradient_checkpointing": False}
+    if cuda:
+        return {"bf16": bf16}
+    # transformers 5 renamed gradient checkpointing to activation checkpointing
+    name = "activation_checkpointing" if "activation_checkpointing" in TrainingArguments.__dataclass_fields__ \
+        else "gradient_checkpointing"
+    return {"bf16": bf16, "use_cpu": True, name: False}
 
 
 def report_to(logging: str) -> str | list[str]:

@@ -1,0 +1,160 @@
+"""The language training pipeline end to end on a CPU, with a from-scratch micro LLaMA on the
+shipped MiniTextWorld tokenizer: SFT (and its resume), GRPO (and its resume), held-out
+changed/unchanged accuracy, impossible configs failing before training, and the same GRPO
+under `accelerate launch` with 2 processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+ENV_ID = "RLVRWorld/MiniTextWorld-v0"
+ENV_KWARGS = ("size=8",)
+
+
+def sft_args(out: Path, **overrides):
+    from trainers.sft import Args
+
+    base = dict(env_id=ENV_ID, env_kwargs=ENV_KWARGS, from_scratch=True, preset="micro", out=str(out), steps=1,
+                batch_size=4, warmup_steps=0, lr=1e-3, balance=True, train_size=8, eval_size=2, eval_every=1,
+                checkpoint_every=1, max_new_tokens=8, threads=1)
+    return Args(**{**base, **overrides})
+
+
+def grpo_args(model: str, out: Path, **overrides):
+    from trainers.grpo import Args
+
+    base = dict(env_id=ENV_ID, env_kwargs=ENV_KWARGS, model=model, out=str(out), steps=1, prompts_per_step=2,
+                group_size=2, max_completion_len=8, eval_every=1, eval_windows=2, checkpoint_every=1, threads=1)
+    return Args(**{**base, **overrides})
+
+
+@pytest.fixture(scope="module")
+def sft_model(tmp_path_factory) -> Path:
+    """1 SFT step, then resumed to 2: the model GRPO starts from."""
+    from trainers.sft import main
+
+    out = tmp_path_factory.mktemp("sft")
+    first = main(sft_args(out))
+    assert first["steps"] == 1 and first["resumed_from"] is None
+    with pytest.raises(FileExistsError, match="--resume"):
+        main(sft_args(out, steps=2))
+    second = main(sft_args(out, steps=2, resume=True))
+    assert second["steps"] == 2 and second["resumed_from"].endswith("checkpoint-1")
+    return out
+
+
+def test_sft_writes_model_checkpoints_and_split_accuracy(sft_model):
+    results = json.loads((sft_model / "results.json").read_text())
+    assert (sft_model / "final" / "model.safetensors").exists() and (sft_model / "final" / "tokenizer.json").exists()
+    assert (sft_model / "checkpoint-2").is_dir()
+    evals = results["eval"]
+    assert [e["step"] for e in evals] == [1, 2]  # the resumed run: at its start and its end
+    for record in evals:
+        assert {"eval/accuracy", "eval/accuracy_changed", "eval/accuracy_unchanged"} <= set(record)
+        assert record["eval/n_changed"] + record["eval/n_unchanged"] == record["eval/n"] == 2
+    logged = [json.loads(line) for line in (sft_model / "log.jsonl").read_text().splitlines()]
+    assert any("loss" in entry for entry in logged)
+
+
+def test_sft_dataset_trains_on_the_answer_only():
+    from rlvr_envs.integrations import task_from_env_id
+    from trainers.sft import sft_dataset
+
+    task = task_from_env_id(ENV_ID, split="train", size=8)
+    row = sft_dataset(task, [3])[0]
+    prompt, target = task.prompt_ids(3).tolist(), task.target_ids(3).tolist()
+    assert row["input_ids"] == prompt + target + [task.eos_token_id]
+    assert row["completion_mask"] == [0] * len(prompt) + [1] * (len(target) + 1)
+
+
+def test_grpo_language_runs_and_resumes(sft_model, tmp_path):
+    from trainers.grpo import main
+
+    model = str(sft_model / "final")
+    first = main(grpo_args(model, tmp_path))
+    assert first["steps"] == 1 and first["processes"] == 1 and first["reward_failures"] == 0
+    assert 0.0 <= first["frac_zero_spread_groups"] <= 1.0
+    assert {"eval/accuracy_changed", "eval/accuracy_unchanged"} <= set(first["eval"][-1])
+    with pytest.raises(FileExistsError, match="--resume"):
+        main(grpo_args(model, tmp_path, steps=2))
+    second = main(grpo_args(model, tmp_path, steps=2, resume=True))
+    assert second["steps"] == 2 and second["resumed_from"].endswith("checkpoint-1")
+    assert (tmp_path / "final" / "model.safetensors").exists()
+    logged = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    train_logs = [entry for entry in logged if "frac_reward_zero_std" in entry]
+    assert [entry["step"] for entry in train_logs] == [1, 2]
+    assert all("MiniTextWorld-v0/metrics/exact" in entry for entry in train_logs)  # verifier components logged
+
+
+def test_grpo_language_with_lora_saves_a_merged_model(sft_model, tmp_path):
+    from trainers.grpo import main
+
+    results = main(grpo_args(str(sft_model / "final"), tmp_path, lora_r=2, beta=0.0, eval_windows=1))
+    assert results["steps"] == 1
+    assert (tmp_path / "final" / "model.safetensors").exists()
+    assert not (tmp_path / "final" / "adapter_config.json").exists()  # merged: loads as a plain model
+
+
+def test_impossible_configs_fail_before_training(sft_model, tmp_path, monkeypatch):
+    from transformers import AutoTokenizer
+
+    from rlvr_envs.core.tokenizers import load_tokenizer
+    from trainers.grpo import main
+    from trainers.grpo_language import build
+    from trainers.sft import build_text_model
+
+    with pytest.raises(ValueError, match="--model"):
+        main(grpo_args("", tmp_path / "a"))
+    with pytest.raises(ValueError, match="group_size"):
+        main(grpo_args(str(sft_model / "final"), tmp_path / "b", group_size=1))
+
+    # a model whose embedding is smaller than the task's vocabulary
+    small = build_text_model(load_tokenizer("minitextworld"), "micro")
+    small.resize_token_embeddings(512)
+    small.save_pretrained(tmp_path / "small")
+    with pytest.raises(ValueError, match="vocabulary mismatch"):
+        build(grpo_args(str(tmp_path / "small"), tmp_path / "c"))
+
+    # a model saved with another tokenizer of the same size (the web BPE) against the text-game task
+    other = tmp_path / "other"
+    build_text_model(load_tokenizer("minitextworld"), "micro").save_pretrained(other)
+    load_tokenizer("miniweb").save_pretrained(other)
+    with pytest.raises(ValueError, match="vocabulary mismatch"):
+        build(grpo_args(str(other), tmp_path / "d", env_kwargs=ENV_KWARGS + ("tokenizer=minitextworld",)))
+    assert len(AutoTokenizer.from_pretrained(other)) == len(load_tokenizer("minitextworld"))
+
+    # samples per step that cannot be split over the processes
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    with pytest.raises(ValueError, match="processes"):
+        build(grpo_args(str(sft_model / "final"), tmp_path / "e"))
+    for out in "abcde":
+        assert not (tmp_path / out / "log.jsonl").exists()
+
+
+def test_sft_rejects_model_and_from_scratch_together(tmp_path):
+    with pytest.raises(ValueError, match="exactly one"):
+        sft_args(tmp_path, model="some/model").validate()
+
+
+@pytest.mark.slow
+def test_grpo_language_under_accelerate_with_two_processes(sft_model, tmp_path):
+    """DESIGN §5: `--multi_gpu --num_processes 2` on a CPU runs 2 gloo processes (`--cpu` runs 1)."""
+    out = tmp_path / "grpo2"
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+               "-m", "trainers.grpo", "--env-id", ENV_ID, "--env-kwargs", *ENV_KWARGS,
+               "--model", str(sft_model / "final"), "--out", str(out), "--steps", "1", "--prompts-per-step", "2",
+               "--group-size", "2", "--max-completion-len", "8", "--eval-windows", "2", "--threads", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert results["processes"] == 2 and results["steps"] == 1
+    assert (out / "final" / "model.safetensors").exists()
