@@ -49,7 +49,7 @@ TEXT_PRESETS: dict[str, dict[str, int]] = {
 @dataclass
 class Args:
     env_id: str = "RLVRWorld/MiniTextWorld-v0"
-    env_kwargs: tuple[str, ...] = ()  #: extra `gym.make` arguments as key=value (values parsed as JSON when they can be)
+    env_kwargs: tuple[str, ...] = ()  #: extra `gym.make` arguments as key=value (values parsed as JSON if they can)
     model: str = ""  #: a save_pretrained directory or HF id to fine-tune (empty with --from-scratch)
     from_scratch: bool = False  #: train a fresh LLaMA of --preset on the task's tokenizer
     preset: str = "small"  #: one of TEXT_PRESETS (from scratch only)
