@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 from typing import Any
 
 
@@ -23,3 +24,17 @@ def parse_dataclass_args(cls: type, description: str, argv: list[str] | None = N
             parser.add_argument(flag, type=type(default), default=default)
     parsed = {k: tuple(v) if isinstance(v, list) else v for k, v in vars(parser.parse_args(argv)).items()}
     return cls(**parsed)
+
+
+def parse_env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """`("reward=task", "size=40")` -> {"reward": "task", "size": 40} (values parsed as JSON when they can be)."""
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"env_kwargs entries are key=value, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out

@@ -12,11 +12,10 @@ carry no loss, which TRL's generation cannot do. Language ids run TRL's `GRPOTra
 from __future__ import annotations
 
 import importlib.util
-import json
 from dataclasses import dataclass
 from typing import Any
 
-from trainers.common import parse_dataclass_args
+from trainers.common import parse_dataclass_args, parse_env_kwargs
 
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo")
 
@@ -69,16 +68,7 @@ class Args:
 
     def kwargs(self) -> dict[str, Any]:
         """`env_kwargs` as a dict: `reward=mae size=40` -> {"reward": "mae", "size": 40}."""
-        out = {}
-        for pair in self.env_kwargs:
-            key, sep, value = pair.partition("=")
-            if not sep or not key:
-                raise ValueError(f"env_kwargs entries are key=value, got {pair!r}")
-            try:
-                out[key] = json.loads(value)
-            except json.JSONDecodeError:
-                out[key] = value
-        return out
+        return parse_env_kwargs(self.env_kwargs)
 
 
 def main(args: Args) -> dict:

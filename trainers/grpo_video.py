@@ -298,7 +298,7 @@ def train(args) -> dict:
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
-            record.update(loss=float(loss), **stats)
+            record.update(loss=float(loss.detach()), **stats)
         step += 1
         record.update(generate_seconds=generated - tick, update_seconds=time.perf_counter() - generated,
                       seconds=time.perf_counter() - started)

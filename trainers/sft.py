@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainers.common import parse_dataclass_args
+from trainers.common import parse_dataclass_args, parse_env_kwargs
 
 #: from-scratch LLaMA sizes for text world models (compare rlvr_envs.video.world_model.PRESETS)
 TEXT_PRESETS: dict[str, dict[str, int]] = {
@@ -93,20 +93,6 @@ class Args:
 
 
 # -- helpers shared with trainers/grpo_language.py -------------------------------------------
-
-def parse_env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """`("reward=task", "size=40")` -> {"reward": "task", "size": 40} (values parsed as JSON when they can be)."""
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"env_kwargs entries are key=value, got {pair!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
-
 
 def task_config_fields(env_id: str) -> set[str]:
     from rlvr_envs.registration import entry
