@@ -196,3 +196,11 @@ def test_compressed_tokens_feed_the_layout(model):
     assert len(prompt) == layout.prompt_len == 64 + 4 + 1
     frames, error = layout.frames(response)
     assert error is None and np.array_equal(frames, future[1:])
+
+
+def test_untrained_later_frames_copy_the_decoded_context(model):
+    """The residual head starts at zero: before training every later frame is the decoded context frame."""
+    clips = _clips(2, 3, seed=3)
+    context = model.encode_context(clips[:, 0])
+    frames = model.decode(context, model.encode_future(clips, clips[:, 0]))
+    assert torch.allclose(frames, model.decode_context(context)[:, None].expand_as(frames), atol=1e-6)

@@ -11,6 +11,8 @@ by reconstruction: L1 weighted towards the pixels that differ from the static ba
 Every episode whose index is a multiple of `--test-every` is held out; the run ends with
 held-out PSNR / SSIM / MAE of the reconstructions and writes them into the model card.
 Checkpoints (`--out/checkpoint/`) let an interrupted run resume with `--resume`.
+The compressed tokenizer of the multi-step world models has its own script,
+`trainers.train_compressed_tokenizer`, which reuses this one's data loading and loss.
 """
 
 from __future__ import annotations
@@ -52,8 +54,9 @@ class Args:
         return self
 
 
-def load_frames(data: str, test_every: int) -> tuple[np.ndarray, np.ndarray]:
-    """(train frames, held-out frames), uint8 [N, H, W, 3], split by episode index."""
+def load_episode_frames(data: str, test_every: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(train episodes, held-out episodes): each a list of uint8 frames [T, H, W, 3], split by
+    episode index (index % test_every == 0 is held out)."""
     from tqdm.auto import tqdm
 
     from rlvr_envs.video.pusht import PushTEpisodeDataset
@@ -65,7 +68,23 @@ def load_frames(data: str, test_every: int) -> tuple[np.ndarray, np.ndarray]:
         (test if int(episode.index) % test_every == 0 else train).append(episode.frames)
     if not train or not test:
         raise SystemExit(f"{data}: need episodes on both sides of the split (got {len(train)} train, {len(test)} test)")
+    return train, test
+
+
+def load_frames(data: str, test_every: int) -> tuple[np.ndarray, np.ndarray]:
+    """(train frames, held-out frames), uint8 [N, H, W, 3], split by episode index."""
+    train, test = load_episode_frames(data, test_every)
     return np.concatenate(train), np.concatenate(test)
+
+
+def foreground_weight(x: torch.Tensor, background: torch.Tensor, weight: float,
+                      reference: torch.Tensor | None = None) -> torch.Tensor:
+    """Per-pixel loss weight [B, 1, H, W]: 1 + `weight` where `x` differs from the background
+    (or, given, from `reference`, e.g. the context frame) by more than 0.1 in some channel."""
+    moved = (x - background).abs().amax(dim=1, keepdim=True) > 0.1
+    if reference is not None:
+        moved = moved | ((x - reference).abs().amax(dim=1, keepdim=True) > 0.1)
+    return 1.0 + weight * moved.float()
 
 
 @torch.no_grad()
@@ -128,7 +147,7 @@ def main(args: Args) -> dict:
     for step in bar:
         batch = torch.as_tensor(train[rng.integers(len(train), size=args.batch_size)])
         x = batch.permute(0, 3, 1, 2).float() / 255.0
-        weight = 1.0 + args.foreground_weight * ((x - background).abs().amax(dim=1, keepdim=True) > 0.1).float()
+        weight = foreground_weight(x, background, args.foreground_weight)
         loss = ((model.reconstruct(x) - x).abs() * weight).mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

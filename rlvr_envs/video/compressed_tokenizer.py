@@ -131,6 +131,10 @@ class _ConditionedDecoder(nn.Module):
                 self.mixes[str(scale)] = _block(width + context_widths[scale], width)
         top = widths[0] + context_widths.get(1, 0)
         self.head = nn.Conv2d(top, 3, 3, padding=1)
+        # zero residual at initialisation: an untrained decoder reproduces the decoded context
+        # frame exactly and training only has to learn what moved
+        nn.init.zeros_(self.head.weight)
+        nn.init.zeros_(self.head.bias)
 
     def forward(self, quantised: torch.Tensor, context_maps: dict[int, torch.Tensor]) -> torch.Tensor:
         x = self.stem(quantised)

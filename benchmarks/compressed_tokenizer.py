@@ -1,0 +1,182 @@
+"""Held-out reconstruction of the compressed (multi-step) tokenizer vs the per-frame tokenizer.
+
+On the held-out PushT episodes of a generated folder (episode index % 10 == 0, the split of
+both tokenizer trainers), clips of 5 frames at a frame stride of 5 simulator steps (the
+PushT tasks' default `frame_skip`): frame 0 is the context frame, frames 1-4 lie 5, 10, 15
+and 20 steps later. For every frame this measures PSNR, SSIM, MAE, MSE of
+
+* the compressed tokenizer: the context frame from its context codes, every clip frame
+  (frame 0 too, the `[f1 a1]` of the multi-step prompt) from its few frame codes decoded
+  with the context frame's features;
+* the per-frame tokenizer (the shipped `pusht_frame_tokenizer`) on the same frames;
+* copying the real context frame (the pixel baseline of a frame that is not encoded at all);
+
+and counts the tokens of one 5-frame clip under each tokenizer.
+
+    python -m benchmarks.compressed_tokenizer --tokenizer rlvr_envs/assets/video/pusht_compressed_tokenizer
+
+Writes benchmarks/results/compressed_tokenizer.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+RESULTS = Path(__file__).parent / "results"
+KEYS = ("psnr", "ssim", "mae", "mse")
+PSNR_CAP = 100.0  #: an exact copy has infinite PSNR; it counts as this many dB
+
+
+def heldout_clips(episodes: list[np.ndarray], frame_skip: int = 5, clip_frames: int = 5, clip_stride: int = 10,
+                  max_clips: int | None = None, seed: int = 0) -> np.ndarray:
+    """uint8 clips [N, clip_frames, H, W, 3]: frames t, t + skip, ..., starting every `clip_stride` frames."""
+    span = (clip_frames - 1) * frame_skip
+    clips = [frames[t: t + span + 1: frame_skip] for frames in episodes
+             for t in range(0, len(frames) - span, clip_stride)]
+    if not clips:
+        raise ValueError(f"no episode is longer than {span} frames")
+    clips = np.stack(clips)
+    if max_clips is not None and len(clips) > max_clips:
+        clips = clips[np.sort(np.random.default_rng(seed).permutation(len(clips))[:max_clips])]
+    return clips
+
+
+def _frame_metrics(pred: torch.Tensor, truth: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Per-frame metrics of [N, T, H, W, 3] frames: {key: [N, T]}."""
+    from rlvr_envs.video import metrics
+
+    n, t = truth.shape[:2]
+    flat_pred, flat_truth = pred.reshape(-1, *pred.shape[2:]), truth.reshape(-1, *truth.shape[2:])
+    out = {}
+    for key in KEYS:
+        value = getattr(metrics, key)(flat_pred, flat_truth).reshape(n, t)
+        out[key] = value.clamp(max=PSNR_CAP) if key == "psnr" else value
+    return out
+
+
+def _summary(values: dict[str, torch.Tensor], columns: slice) -> dict[str, float]:
+    return {key: float(v[:, columns].mean()) for key, v in values.items()}
+
+
+@torch.no_grad()
+def evaluate_clips(model, clips: np.ndarray, frame_tokenizer=None) -> dict:
+    """Metrics of the compressed tokenizer (and the per-frame one) on uint8 clips [N, T, H, W, 3]."""
+    truth = torch.as_tensor(clips).float() / 255.0
+    context_codes = model.encode_context(clips[:, 0])
+    future_codes = model.encode_future(clips, clips[:, 0])
+    decoded = model.decode(context_codes, future_codes)
+    context_decoded = model.decode_context(context_codes)
+    comp = _frame_metrics(decoded, truth)
+    copy = _frame_metrics(truth[:, :1].expand_as(truth), truth)
+    ctx = _frame_metrics(context_decoded[:, None], truth[:, :1])
+    t = clips.shape[1]
+    result = {
+        "clips": int(len(clips)), "frames_per_clip": int(t),
+        "compressed": {"future_frames": _summary(comp, slice(1, None)), "frame0_coarse": _summary(comp, slice(0, 1)),
+                       "context_frame_fine": _summary(ctx, slice(0, 1)),
+                       "by_offset": [_summary(comp, slice(i, i + 1)) for i in range(t)],
+                       "future_codes_used": int(np.unique(future_codes).size),
+                       "context_codes_used": int(np.unique(context_codes).size)},
+        "copy_context_pixels": {"future_frames": _summary(copy, slice(1, None)),
+                                "by_offset": [_summary(copy, slice(i, i + 1)) for i in range(t)]},
+        "tokens_per_clip": {"compressed": model.tokens_per_context + t * model.tokens_per_future,
+                            "compressed_without_frame0": model.tokens_per_context + (t - 1) * model.tokens_per_future,
+                            "tokens_per_context": model.tokens_per_context,
+                            "tokens_per_future": model.tokens_per_future},
+    }
+    if frame_tokenizer is not None:
+        flat = clips.reshape(-1, *clips.shape[2:])
+        per_frame = frame_tokenizer.decode(frame_tokenizer.encode(flat)).reshape(truth.shape)
+        pf = _frame_metrics(per_frame, truth)
+        result["per_frame"] = {"future_frames": _summary(pf, slice(1, None)),
+                               "by_offset": [_summary(pf, slice(i, i + 1)) for i in range(t)]}
+        result["tokens_per_clip"]["per_frame"] = t * frame_tokenizer.config.tokens_per_frame
+    return result
+
+
+def markdown(result: dict) -> str:
+    ev = result["eval"]
+    tok = ev["tokens_per_clip"]
+    lines = [f"# Compressed (multi-step) tokenizer: held-out reconstruction ({ev['clips']} clips of "
+             f"{ev['frames_per_clip']} frames, frame stride {result['frame_skip']})", "",
+             f"`{result['command']}` on {result['machine']}.", "",
+             f"Tokenizer: `{result['tokenizer']}`; per-frame tokenizer: `{result['frame_tokenizer']}`. Held-out episodes "
+             f"of `{result['data']}` (index % {result['test_every']} == 0). Frame 0 of each clip is the context frame; "
+             "'future frames' are frames 1-4 (5-20 simulator steps later). PSNR in dB, pixels in [0, 1].", "",
+             "| tokenizer / frames | tokens per 5-frame clip | PSNR | SSIM | MAE | MSE |", "|---|---:|---:|---:|---:|---:|"]
+
+    def row(name, tokens, m):
+        return f"| {name} | {tokens} | {m['psnr']:.2f} | {m['ssim']:.4f} | {m['mae']:.5f} | {m['mse']:.6f} |"
+
+    comp = ev["compressed"]
+    lines.append(row("compressed, future frames 1-4", f"{tok['compressed']} ({tok['tokens_per_context']} + "
+                     f"{ev['frames_per_clip']} x {tok['tokens_per_future']})", comp["future_frames"]))
+    lines.append(row("compressed, frame 0 from its coarse codes", "", comp["frame0_coarse"]))
+    lines.append(row("compressed, context frame from its context codes", "", comp["context_frame_fine"]))
+    if "per_frame" in ev:
+        lines.append(row("per-frame tokenizer, future frames 1-4",
+                         f"{tok['per_frame']} ({ev['frames_per_clip']} x {tok['per_frame'] // ev['frames_per_clip']})",
+                         ev["per_frame"]["future_frames"]))
+    lines.append(row("copy the real context frame (no tokens), frames 1-4", "-", ev["copy_context_pixels"]["future_frames"]))
+    lines += ["", "By offset from the context frame (PSNR / MAE):", "",
+              "| offset (steps) | compressed | per-frame | copy context |", "|---:|---|---|---|"]
+    for i, m in enumerate(comp["by_offset"]):
+        pf = ev["per_frame"]["by_offset"][i] if "per_frame" in ev else None
+        cp = ev["copy_context_pixels"]["by_offset"][i]
+        lines.append(f"| {i * result['frame_skip']} | {m['psnr']:.2f} / {m['mae']:.5f} | "
+                     + (f"{pf['psnr']:.2f} / {pf['mae']:.5f}" if pf else "-")
+                     + f" | {cp['psnr']:.2f} / {cp['mae']:.5f} |")
+    lines += ["", f"Codes used: {comp['future_codes_used']} frame codes, {comp['context_codes_used']} context codes.",
+              "Copying the context frame scores exactly at offset 0 (PSNR capped at "
+              f"{PSNR_CAP:.0f} dB).", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokenizer", default="rlvr_envs/assets/video/pusht_compressed_tokenizer")
+    parser.add_argument("--frame-tokenizer", default="rlvr_envs/assets/video/pusht_frame_tokenizer")
+    parser.add_argument("--data", default="data/pusht64")
+    parser.add_argument("--test-every", type=int, default=10)
+    parser.add_argument("--frame-skip", type=int, default=5)
+    parser.add_argument("--clip-stride", type=int, default=10)
+    parser.add_argument("--max-clips", type=int, default=1000)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", default=str(RESULTS / "compressed_tokenizer"), help="results path without suffix")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    from rlvr_envs.video.compressed_tokenizer import CompressedTokenizer
+    from rlvr_envs.video.frame_tokenizer import FrameTokenizer
+    from trainers.train_frame_tokenizer import load_episode_frames
+
+    started = time.perf_counter()
+    model = CompressedTokenizer.load(args.tokenizer)
+    frame_tokenizer = FrameTokenizer.load(args.frame_tokenizer)
+    _, test = load_episode_frames(args.data, args.test_every)
+    clips = heldout_clips(test, args.frame_skip, 5, args.clip_stride, args.max_clips)
+    result = {"command": "python -m benchmarks.compressed_tokenizer " + " ".join(sys.argv[1:] if argv is None else argv),
+              "machine": f"{platform.machine()}, {args.threads} thread(s), CPU only",
+              "tokenizer": args.tokenizer, "frame_tokenizer": args.frame_tokenizer, "data": args.data,
+              "test_every": args.test_every, "frame_skip": args.frame_skip,
+              "card": CompressedTokenizer.card(args.tokenizer),
+              "eval": evaluate_clips(model, clips, frame_tokenizer)}
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    text = markdown(result)
+    out.with_suffix(".md").write_text(text)
+    print(text)
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,235 @@
+"""Train the compressed visual tokenizer (multi-step world models) on recorded video episodes.
+
+Not to be confused with the text BPE builders (`trainers.tokenizer`,
+`trainers.miniweb_tokenizer`). This learns `rlvr_envs.video.compressed_tokenizer.
+CompressedTokenizer`: a context frame on the fine grid, later frames on a coarse grid
+decoded with the context frame's features. It reuses `trainers.train_frame_tokenizer`'s
+episode loading and foreground-weighted L1 (weighted towards pixels that differ from the
+background or from the context frame), plus LPIPS when its weights are on the machine.
+
+    python -m trainers.train_compressed_tokenizer --data data/pusht64 --out runs/compressed_tokenizer \\
+        --init-context rlvr_envs/assets/video/pusht_frame_tokenizer --max-seconds 600
+
+Each training example is a (context frame, later frame) pair of one episode, the later
+frame 0, 1, .., `--max-offset` kept frames after the context frame at `--frame-skip`
+simulator steps per kept frame (the PushT tasks' frame stride). `--init-context` starts the
+context branch from a trained per-frame tokenizer (frozen unless `--train-context`), so its
+context codes are that tokenizer's codes. Training stops at `--steps` or `--max-seconds`
+(the learning-rate schedule follows whichever ends first); the run ends with held-out
+metrics (`benchmarks.compressed_tokenizer`) written into the model card.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import platform
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from trainers.common import parse_dataclass_args
+from trainers.train_frame_tokenizer import foreground_weight, load_episode_frames
+
+
+@dataclass
+class Args:
+    data: str = "data/pusht64"  #: folder of PushT episodes (`rlvr-world data pusht`)
+    out: str = "runs/compressed_tokenizer"
+    steps: int = 4000
+    max_seconds: float = 600.0  #: wall-time cap of the training loop (the schedule ends with it)
+    batch_size: int = 32
+    lr: float = 2e-3
+    foreground_weight: float = 10.0  #: extra loss weight of pixels that differ from the background or context
+    lpips_weight: float = 0.0  #: weight of an LPIPS term (used only when the LPIPS weights are on the machine)
+    context_levels: str = "8,5,5,5"
+    context_downsample: int = 8  #: 64x64 -> 8x8 context codes
+    future_levels: str = "8,5,5,5"
+    future_downsample: int = 16  #: 64x64 -> 4x4 codes per later frame
+    init_context: str = ""  #: a FrameTokenizer directory to start the context branch from
+    train_context: bool = False  #: also train the context branch (always, without --init-context)
+    frame_skip: int = 5  #: simulator steps between kept frames
+    max_offset: int = 4  #: later frames lie 0..max_offset kept frames after the context frame
+    test_every: int = 10  #: episode index % test_every == 0 is held out
+    eval_clips: int = 1000
+    checkpoint_every: int = 500
+    seed: int = 0
+    threads: int = 1
+    resume: bool = False
+
+    def validate(self) -> "Args":
+        if self.steps < 1 or self.batch_size < 1 or self.test_every < 2 or self.max_seconds <= 0:
+            raise ValueError("steps, batch_size and max_seconds must be positive and test_every at least 2")
+        if self.frame_skip < 1 or self.max_offset < 0:
+            raise ValueError("frame_skip must be positive and max_offset non-negative")
+        return self
+
+
+def _levels(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in text.split(","))
+
+
+def learning_rate(base: float, progress: float, warmup: float = 0.05) -> float:
+    """Linear warm-up then cosine decay to 1% over progress in [0, 1]."""
+    if progress < warmup:
+        return base * max(progress / warmup, 0.01)
+    return base * (0.01 + 0.99 * 0.5 * (1 + math.cos(math.pi * min(1.0, (progress - warmup) / (1 - warmup)))))
+
+
+class PairSampler:
+    """Random (context frame, later frame) pairs of the same episode."""
+
+    def __init__(self, episodes: list[np.ndarray], frame_skip: int, max_offset: int, rng: np.random.Generator):
+        span = max_offset * frame_skip
+        usable = [e for e in episodes if len(e) > span]
+        if not usable:
+            raise SystemExit(f"no training episode is longer than {span} frames")
+        self.frames = np.concatenate(usable)
+        starts = np.cumsum([0] + [len(e) for e in usable[:-1]])
+        # every context index whose furthest later frame stays in its episode
+        self.contexts = np.concatenate([s + np.arange(len(e) - span) for s, e in zip(starts, usable)])
+        self.skip, self.max_offset, self.rng = frame_skip, max_offset, rng
+
+    def __call__(self, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+        context = self.contexts[self.rng.integers(len(self.contexts), size=batch)]
+        later = context + self.skip * self.rng.integers(0, self.max_offset + 1, size=batch)
+        to_x = lambda idx: torch.as_tensor(self.frames[idx]).permute(0, 3, 1, 2).float().div(255.0)  # noqa: E731
+        return to_x(later).contiguous(memory_format=torch.channels_last), \
+            to_x(context).contiguous(memory_format=torch.channels_last)
+
+
+def _perceptual(weight: float):
+    """An LPIPS loss when asked for and its real weights are here, else None (and why)."""
+    if weight <= 0:
+        return None, "not used (--lpips-weight 0)"
+    from rlvr_envs.video import metrics
+
+    try:
+        lpips = metrics.load_lpips("vgg", allow_download=False)
+    except metrics.LPIPSWeightsUnavailable:
+        return None, "not used: the LPIPS backbone weights are not on this machine"
+    return lpips, f"LPIPS (vgg) x {weight}"
+
+
+def main(args: Args) -> dict:
+    from tqdm.auto import tqdm
+
+    from benchmarks.compressed_tokenizer import evaluate_clips, heldout_clips
+    from rlvr_envs.video.compressed_tokenizer import CompressedTokenizer, CompressedTokenizerConfig
+    from rlvr_envs.video.frame_tokenizer import FrameTokenizer
+
+    args.validate()
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    rng = np.random.default_rng(args.seed)
+    train, test = load_episode_frames(args.data, args.test_every)
+    resolution = train[0].shape[1:3]
+    config = CompressedTokenizerConfig(resolution=resolution, context_downsample=args.context_downsample,
+                                       context_levels=_levels(args.context_levels),
+                                       future_downsample=args.future_downsample,
+                                       future_levels=_levels(args.future_levels))
+    model = CompressedTokenizer(config)
+    if args.init_context:
+        frame_tokenizer = FrameTokenizer.load(args.init_context)
+        if frame_tokenizer.config != config.context_config:
+            raise SystemExit(f"{args.init_context}: its config {frame_tokenizer.config} is not the context branch "
+                             f"{config.context_config}")
+        model.context.load_state_dict(frame_tokenizer.state_dict())
+    else:
+        flat = np.concatenate(train)
+        sample = flat[rng.choice(len(flat), size=min(4096, len(flat)), replace=False)]
+        model.context.background.data.copy_(torch.as_tensor(np.median(sample, axis=0)).permute(2, 0, 1).float() / 255)
+        del flat
+    train_context = args.train_context or not args.init_context
+    for parameter in model.context.parameters():
+        parameter.requires_grad_(train_context)
+    out = Path(args.out)
+    checkpoint = out / "checkpoint"
+    start_step, spent = 0, 0.0
+    if args.resume and (checkpoint / "state.pt").exists():
+        model = CompressedTokenizer.load(checkpoint)
+        for parameter in model.context.parameters():
+            parameter.requires_grad_(train_context)
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=1e-4)
+    if args.resume and (checkpoint / "state.pt").exists():
+        state = torch.load(checkpoint / "state.pt", weights_only=True)
+        optimizer.load_state_dict(state["optimizer"])
+        start_step, spent = int(state["step"]), float(state["seconds"])
+        rng = np.random.default_rng([args.seed, start_step])
+    sampler = PairSampler(train, args.frame_skip, args.max_offset, rng)
+    test_clips = heldout_clips(test, args.frame_skip, args.max_offset + 1, 10, args.eval_clips, args.seed)
+    del train
+    perceptual, perceptual_note = _perceptual(args.lpips_weight)
+    model = model.to(memory_format=torch.channels_last).train()
+    background = model.context.background.detach()
+    out.mkdir(parents=True, exist_ok=True)
+    log = (out / "log.jsonl").open("a", encoding="utf-8")
+    started = time.perf_counter() - spent
+    bar = tqdm(range(start_step, args.steps), desc="compressed tokenizer", unit="step", initial=start_step,
+               total=args.steps)
+    step = start_step
+    for step in bar:
+        elapsed = time.perf_counter() - started
+        if elapsed >= args.max_seconds:
+            break
+        for group in optimizer.param_groups:
+            group["lr"] = learning_rate(args.lr, max(step / args.steps, elapsed / args.max_seconds))
+        x, context_x = sampler(args.batch_size)
+        context_image, decoded = model.reconstruct(x, context_x)
+        loss = ((decoded - x).abs() * foreground_weight(x, background, args.foreground_weight, context_x)).mean()
+        if train_context:
+            loss = loss + ((context_image - context_x).abs()
+                           * foreground_weight(context_x, background, args.foreground_weight)).mean()
+        if perceptual is not None:
+            loss = loss + args.lpips_weight * perceptual(decoded.permute(0, 2, 3, 1), x.permute(0, 2, 3, 1)).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{loss.item():.4f}")
+            log.write(json.dumps({"step": step, "loss": loss.item(), "seconds": time.perf_counter() - started}) + "\n")
+            log.flush()
+        if (step + 1) % args.checkpoint_every == 0 and step + 1 < args.steps:
+            model.save(checkpoint)
+            torch.save({"optimizer": optimizer.state_dict(), "step": step + 1,
+                        "seconds": time.perf_counter() - started}, checkpoint / "state.pt")
+    else:
+        step = args.steps
+    seconds = time.perf_counter() - started
+    bar.close()
+    model = model.to(memory_format=torch.contiguous_format).eval()
+    held_out = evaluate_clips(model, test_clips)
+    summary = {"future_frames": held_out["compressed"]["future_frames"],
+               "frame0_coarse": held_out["compressed"]["frame0_coarse"],
+               "context_frame": held_out["compressed"]["context_frame_fine"],
+               "future_codes_used": held_out["compressed"]["future_codes_used"],
+               "clips": held_out["clips"], "tokens_per_clip": held_out["tokens_per_clip"]}
+    card = {"what": "CompressedTokenizer (context frame fine grid + later frames on a coarse grid decoded with the "
+                    "context frame's features) trained by reconstruction on PushT frames from `rlvr-world data pusht`",
+            "data": args.data, "train_pairs_from_frames": int(len(sampler.frames)),
+            "held_out": "episodes with index % {} == 0; clips of {} frames at frame stride {}".format(
+                args.test_every, args.max_offset + 1, args.frame_skip),
+            "command": "python -m trainers.train_compressed_tokenizer " + " ".join(sys.argv[1:]),
+            "args": dataclasses.asdict(args), "steps": int(step), "train_seconds": round(seconds, 1),
+            "context_branch": (f"initialised from {args.init_context}" + ("" if train_context else " and frozen"))
+            if args.init_context else "trained jointly from scratch",
+            "perceptual_loss": perceptual_note,
+            "machine": f"{platform.machine()}, {torch.get_num_threads()} thread(s), CPU",
+            "held_out_metrics": summary}
+    model.save(out, card=card)
+    print(json.dumps(summary, indent=2))
+    return card
+
+
+def parse_args(argv: list[str] | None = None) -> Args:
+    return parse_dataclass_args(Args, __doc__.splitlines()[0], argv)
+
+
+if __name__ == "__main__":
+    main(parse_args())
