@@ -1,0 +1,152 @@
+"""The learned PushT simulator (tiny untrained model over the shipped tokenizer: shapes,
+determinism, batching, the sliding window, bad actions, mismatched models) and the real
+chunk env it is compared with."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def sim():
+    from rlvr_envs.simulators import LearnedPushTSim
+    from rlvr_envs.video.frame_tokenizer import FrameTokenizer
+    from rlvr_envs.video.layout import VideoVocabulary
+    from rlvr_envs.video.task import default_tokenizer_dir
+    from rlvr_envs.video.world_model import build_world_model
+
+    tokenizer = FrameTokenizer.load(default_tokenizer_dir())
+    vocab = VideoVocabulary(tokenizer.config.codebook_size, 256)
+    model = build_world_model(vocab, 3 * (64 + 10) + 1 + 64, "tiny", seed=0)
+    env = LearnedPushTSim(model, tokenizer, max_steps=3, batch_size=4)
+    yield env
+    env.close()
+
+
+@pytest.fixture(scope="module")
+def start():
+    from rlvr_envs.video import pusht
+
+    env = pusht.make_env(64, 300, render=False)
+    env.reset(seed=3)
+    state = pusht.physics_state(env)
+    env.close()
+    return state
+
+
+def test_reset_step_and_truncation(sim, start):
+    frame, info = sim.reset(seed=0, options={"physics": start})
+    assert frame.shape == (64, 64, 3) and frame.dtype == np.uint8 and sim.observation_space.contains(frame)
+    assert sim.context.codes.shape == (3, 64) and sim.context.action_tokens.shape == (2, 10)
+    for step in range(1, 4):
+        frame, reward, terminated, truncated, info = sim.step(np.full((5, 2), 256.0, dtype=np.float32))
+        assert sim.observation_space.contains(frame) and 0.0 <= reward <= 1.0 and "coverage" in info
+        if terminated or truncated:
+            break
+    assert terminated or (truncated and step == 3)  # ends cleanly at the limit (or at judged success)
+
+
+def test_sliding_window_keeps_the_last_predictions(sim, start):
+    sim.reset(seed=0, options={"physics": start})
+    predicted = []
+    for _ in range(3):
+        sim.step(np.array([100.0, 200.0]))
+        predicted.append(sim.context.codes[-1].copy())
+    assert np.array_equal(sim.context.codes, np.stack(predicted))
+    target_bin = sim.bins.encode(np.tile([100.0, 200.0], 5))
+    assert np.array_equal(sim.context.action_tokens[-1], sim.vocab.action_tokens(target_bin))
+
+
+def test_rollout_is_batched_deterministic_and_matches_single_rollouts(sim, start):
+    sim.reset(seed=0, options={"physics": start})
+    actions = np.random.default_rng(0).uniform(0, 512, size=(5, 2, 5, 2))
+    frames, codes = sim.rollout(actions, return_codes=True)
+    assert frames.shape == (5, 2, 64, 64, 3) and frames.dtype == np.uint8 and codes.shape == (5, 2, 64)
+    again = sim.rollout(actions)
+    assert np.array_equal(frames, again)
+    single = sim.rollout(actions[2:3])
+    assert np.array_equal(single[0], frames[2])
+    last = sim.rollout(actions, frames="last")
+    assert np.array_equal(last, frames[:, -1])
+    held = sim.rollout(actions[:, :, 0, :])  # [N, H, 2]: each target held for its chunk
+    assert held.shape == (5, 2, 64, 64, 3)
+
+
+def test_rollout_matches_stepping(sim, start):
+    sim.reset(seed=0, options={"physics": start})
+    context = sim.context.copy()
+    actions = np.random.default_rng(1).uniform(0, 512, size=(1, 2, 5, 2))
+    rolled = sim.rollout(actions, start=context)[0]
+    stepped = [sim.step(chunk)[0] for chunk in actions[0]]
+    assert np.array_equal(rolled, np.stack(stepped))
+
+
+def test_bad_actions_are_repaired_and_counted_or_rejected(sim, start):
+    from rlvr_envs.simulators import LearnedPushTSim
+
+    sim.reset(seed=0, options={"physics": start})
+    bad = np.full((5, 2), 256.0)
+    bad[1, 0] = np.nan
+    bad[3, 1] = 900.0
+    _, _, _, _, info = sim.step(bad)
+    _, _, _, _, info = sim.step(np.array([10.0, 20.0]))
+    assert info["actions"] == {"steps": 2, "held": 1, "nonfinite": 1, "clipped": 1}
+    with pytest.raises(ValueError, match="shape"):
+        sim.step(np.zeros(3))
+    strict = LearnedPushTSim(sim.model, sim.tokenizer, invalid_actions="reject", reward="none")
+    strict.reset(seed=0, options={"physics": start})
+    with pytest.raises(ValueError, match="reject"):
+        strict.step(np.full((5, 2), -1.0))
+    with pytest.raises(ValueError, match="non-finite"):
+        sim.rollout(np.full((1, 1, 5, 2), np.nan))
+
+
+def test_reset_from_frames_and_from_an_episode(sim, start):
+    from rlvr_envs.video import pusht
+
+    frame = sim.render_physics(start)
+    obs, _ = sim.reset(options={"frames": frame[None]})  # agent read from the pixels
+    assert np.array_equal(obs, frame) and np.array_equal(sim.context.codes[0], sim.context.codes[2])
+    env = pusht.make_env(64, 20, render=True)
+    env.reset(seed=0)
+    record = pusht.run_policy(env, pusht.physics_state(env), pusht.ScriptedPushExpert(), 20)
+    env.close()
+    episode = pusht.PushTEpisode(0, "expert", 0.0, 0, record["frames"], record["actions"], record["physics"],
+                                 record["coverage"], record["success"])
+    obs, _ = sim.reset(options={"episode": episode, "start": 3})
+    assert np.array_equal(obs, record["frames"][15])
+    assert len(np.unique(sim.context.codes, axis=0)) >= 1
+
+
+def test_a_model_for_another_vocabulary_or_layout_fails_naming_both(tmp_path):
+    from rlvr_envs.simulators import LearnedPushTSim
+    from rlvr_envs.video.layout import VideoVocabulary
+    from rlvr_envs.video.task import default_tokenizer_dir, shipped_world_model_dir
+    from rlvr_envs.video.world_model import build_world_model
+
+    other = build_world_model(VideoVocabulary(512, 256), 300, "tiny")
+    with pytest.raises(ValueError, match="vocabulary size 771.*pusht_frame_tokenizer"):
+        LearnedPushTSim(other, default_tokenizer_dir())
+    with pytest.raises(ValueError, match="pusht_multi_step_model.*layout.*multi.*pusht_frame_tokenizer"):
+        LearnedPushTSim(shipped_world_model_dir("multi"))
+    with pytest.raises(FileNotFoundError, match="no world model"):
+        LearnedPushTSim(tmp_path)
+
+
+def test_real_chunk_env_steps_exactly_like_its_rollout(start):
+    from rlvr_envs.simulators import PushTChunkEnv
+
+    env = PushTChunkEnv(max_steps=2)
+    actions = np.random.default_rng(2).uniform(100, 400, size=(1, 2, 5, 2))
+    frames, physics = env.rollout(actions, start=start, return_physics=True)
+    env.reset(options={"physics": start})
+    for chunk in actions[0]:
+        frame, reward, terminated, truncated, info = env.step(chunk)
+    assert np.array_equal(info["physics"], physics[0])
+    assert truncated and not terminated and frame.shape == (64, 64, 3)
+    assert (frame != frames[0, -1]).any(axis=-1).mean() < 0.01  # same state (only contact dots may differ)
+    env.close()
