@@ -1,0 +1,54 @@
+"""SIMPLER's policy-evaluation metrics: how well a simulator's success rates track the real ones.
+
+Both take the per-policy success rates as keyword-only `sim=` and `real=` (SIMPLER's own
+README passes them in the wrong order; MMRV is not symmetric, so the order matters).
+
+* `pearson(sim=S, real=R)`: the Pearson correlation of S and R (higher is better).
+* `mmrv(sim=S, real=R)`: Mean Maximum Rank Violation (Li et al., 2024, SIMPLER),
+  (1/N) sum_i max_j |R_i - R_j| * 1[(S_i > S_j) != (R_i > R_j)]: for each policy, the
+  largest real-success gap among the pairs the simulator ranks the wrong way round (lower
+  is better; 0 when the simulator preserves every real ranking). A tie on one side and a
+  strict order on the other counts as a violation, as in SIMPLER's `metrics.py`.
+
+Rates may be fractions or percents, but MMRV is in the units given (pass fractions to
+compare with published numbers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+
+def _pair(sim: Sequence[float], real: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    s, r = np.asarray(sim, dtype=np.float64).reshape(-1), np.asarray(real, dtype=np.float64).reshape(-1)
+    if s.shape != r.shape:
+        raise ValueError(f"sim and real need one success rate per policy each; got {s.size} and {r.size}")
+    if s.size < 2:
+        raise ValueError(f"need at least 2 policies to compare rankings; got {s.size}")
+    if not (np.isfinite(s).all() and np.isfinite(r).all()):
+        raise ValueError(f"success rates must be finite; got sim={s.tolist()}, real={r.tolist()}")
+    return s, r
+
+
+def pearson(*, sim: Sequence[float], real: Sequence[float]) -> float:
+    """Pearson correlation of per-policy success rates in simulation and in reality.
+
+    Undefined (nan) when either side has the same rate for every policy, unless both sides
+    are identical (then 1.0).
+    """
+    s, r = _pair(sim, real)
+    sc, rc = s - s.mean(), r - r.mean()
+    denominator = float(np.sqrt((sc ** 2).sum() * (rc ** 2).sum()))
+    if denominator == 0.0:
+        return 1.0 if np.array_equal(s, r) else float("nan")
+    return float((sc * rc).sum() / denominator)
+
+
+def mmrv(*, sim: Sequence[float], real: Sequence[float]) -> float:
+    """Mean Maximum Rank Violation of simulated vs real success rates (lower is better)."""
+    s, r = _pair(sim, real)
+    violated = (s[:, None] > s[None, :]) != (r[:, None] > r[None, :])
+    gaps = np.abs(r[:, None] - r[None, :]) * violated
+    return float(gaps.max(axis=1).mean())

@@ -1,0 +1,124 @@
+"""Policies for simulators, through one adapter, and a PushT family of graded quality.
+
+`as_policy(obj)` turns any of these into a `Policy` with `reset(instruction)` and
+`act(image) -> action`:
+- a plain callable `image -> action`;
+- a SIMPLER-style object with `reset(instruction)` and `step(image) -> action` (SIMPLER's
+  policies return `(raw_action, action)`; a tuple's last element that is an array, or a
+  dict's "action"/"world_vector" entry... is taken as the action: see `_action_of`);
+- a Stable-Baselines3 model (`predict(obs, deterministic=True) -> (action, state)`).
+
+`pusht_policy_family()` builds image-based PushT policies of graded quality: the scripted
+expert driven by poses read from pixels (`pusht_judge`) at several noise levels, and a
+random policy; each returns one chunk of 5 targets per frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from rlvr_envs.video.pusht.physics import ARENA_SIZE
+
+
+class Policy:
+    """The adapted interface: `reset(instruction)`, then `act(image)` once per env step."""
+
+    def __init__(self, name: str, act: Callable[[np.ndarray], Any], reset: Callable[[str], None] | None = None):
+        self.name, self._act, self._reset = name, act, reset
+
+    def reset(self, instruction: str = "") -> None:
+        if self._reset is not None:
+            self._reset(instruction)
+
+    def act(self, image: np.ndarray) -> Any:
+        return self._act(image)
+
+
+def _action_of(output: Any) -> Any:
+    if isinstance(output, dict):
+        for key in ("action", "actions"):
+            if key in output:
+                return output[key]
+        raise ValueError(f"a policy returned a dict without an 'action' key: {sorted(output)}")
+    if isinstance(output, tuple):  # SIMPLER: (raw_action, action); SB3: (action, state)
+        return output[-1] if isinstance(output[-1], (np.ndarray, list, dict)) else output[0]
+    return output
+
+
+def as_policy(obj: Any, name: str | None = None) -> Policy:
+    """Adapt a callable, a SIMPLER-style object or an SB3 model (see the module doc)."""
+    if isinstance(obj, Policy):
+        return obj
+    label = name or getattr(obj, "name", None) or type(obj).__name__
+    if hasattr(obj, "predict") and not hasattr(obj, "step"):  # SB3
+        return Policy(label, lambda image: obj.predict(image, deterministic=True)[0])
+    if hasattr(obj, "step") and hasattr(obj, "reset"):  # SIMPLER
+        def act(image):
+            output = obj.step(image)
+            if isinstance(output, tuple) and len(output) == 2 and isinstance(output[1], dict):
+                output = output[1]  # SIMPLER's (raw_action, action dict)
+            return _action_of(output)
+        return Policy(label, act, lambda instruction: obj.reset(instruction))
+    if callable(obj):
+        return Policy(label, lambda image: _action_of(obj(image)))
+    raise TypeError(f"cannot use {type(obj).__name__} as a policy: give a callable image -> action, an object "
+                    "with reset(instruction) and step(image), or an SB3 model with predict(obs)")
+
+
+class PixelExpert:
+    """The scripted PushT expert (`ScriptedPushExpert`) on poses read from the frame.
+
+    Each call reads the agent and block pose from the image, asks the expert for
+    `frame_skip` targets (advancing its phase machine), and returns them as one chunk. With
+    `noise` > 0 Gaussian noise (px) is added to its targets, as in the dataset's noisy experts.
+    """
+
+    def __init__(self, noise: float = 0.0, seed: int = 0, frame_skip: int = 5, name: str | None = None):
+        self.noise, self.seed, self.frame_skip = float(noise), int(seed), int(frame_skip)
+        self.name = name or f"expert_noise{noise:g}"
+        self.reset()
+
+    def reset(self, instruction: str = "") -> None:
+        from rlvr_envs.video.pusht.policies import ScriptedPushExpert
+
+        self.rng = np.random.default_rng(self.seed)
+        self.expert = ScriptedPushExpert(self.rng, self.noise)
+        self.last = np.full(2, ARENA_SIZE / 2)
+
+    def step(self, image: np.ndarray) -> np.ndarray:
+        from rlvr_envs.policy_eval.pusht_judge import agent_position, estimate_pose
+
+        pose, _ = estimate_pose(image)
+        agent = agent_position(image)
+        if pose is None or agent is None:  # nothing to push: hold still
+            return np.tile(self.last if agent is None else agent, (self.frame_skip, 1))
+        physics = np.zeros(10)
+        physics[0:2], physics[4:7] = agent, pose
+        targets = np.stack([self.expert(physics) for _ in range(self.frame_skip)])
+        self.last = targets[-1]
+        return targets.astype(np.float64)
+
+
+class RandomPolicy:
+    """Uniform random targets in the arena, one chunk per frame."""
+
+    def __init__(self, seed: int = 0, frame_skip: int = 5, name: str = "random"):
+        self.seed, self.frame_skip, self.name = int(seed), int(frame_skip), name
+        self.reset()
+
+    def reset(self, instruction: str = "") -> None:
+        self.rng = np.random.default_rng(self.seed)
+
+    def step(self, image: np.ndarray) -> np.ndarray:
+        return self.rng.uniform(0.0, ARENA_SIZE, size=(self.frame_skip, 2))
+
+
+def pusht_policy_family(noise_levels=(0.0, 10.0, 25.0, 50.0), seed: int = 0, random: bool = True) -> list[Policy]:
+    """Image-based PushT policies of graded quality: pixel experts at `noise_levels`, then random."""
+    policies = [as_policy(PixelExpert(noise, seed)) for noise in noise_levels]
+    if random:
+        policies.append(as_policy(RandomPolicy(seed)))
+    return policies
