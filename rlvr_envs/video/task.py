@@ -72,8 +72,9 @@ TEST_EVERY = 10
 #: PushT actions are absolute agent targets in pixels of the 512x512 arena
 PUSHT_ACTION_RANGE = (0.0, 512.0)
 EMBEDDED_DIR = Path(__file__).resolve().parents[1] / "assets" / "video"
-TOKENIZER_HINT = ("a FrameTokenizer checkpoint dir (config.json + model.safetensors) trained on these frames, e.g. "
-                  "`python -m trainers.train_frame_tokenizer`")
+TOKENIZER_HINT = ("a FrameTokenizer checkpoint dir (config.json + model.safetensors, `FrameTokenizer.save`) trained on "
+                  "these frames; `python -m trainers.train_frame_tokenizer` trains one (it reads PushT episode folders "
+                  "today)")
 MODEL_HINT = ("a world model directory (`save_pretrained` LLaMA over this tokenizer's codes + 256 action bins), "
               "e.g. from `python -m trainers.train_video_world_model`")
 
@@ -153,7 +154,7 @@ class VideoTaskConfig:
     episodes: int = 12  #: PushT only: size of the embedded held-out set (generated once with the real simulator, then cached)
     tokenizer: str | None = None  #: frame tokenizer checkpoint dir; default (PushT only): the shipped PushT tokenizer
     model: str | None = None  #: world model dir for `shipped_world_model(task)`, its vocabulary checked at build; default (PushT only): the shipped model
-    action_ranges: str | None = None  #: JSON of per-dim [min, max] rows (format of RLVR-World's frac_action_ranges.json); default: PushT the arena, others the train split's min/max
+    action_ranges: str | None = None  #: JSON of per-dim [min, max] rows (format of RLVR-World's frac_action_ranges.json); default: PushT the arena, others the train split's min/max (RT-1: reads every train episode's actions, slow on the full set)
     reward: str = "l1_lpips"  #: one of REWARDS
     lpips_net: str = "vgg"  #: LPIPS trunk for reward="l1_lpips" ("vgg" as in the reference code, or "alex")
     lpips_random_backbone_seed: int | None = None  #: explicit opt-in to a random LPIPS trunk (tests, offline)
