@@ -27,6 +27,7 @@ class Args:
     model: str = ""  #: a save_pretrained directory or HF id; video default: the shipped MLE model of the layout
     out: str = "runs/grpo"
     steps: int = 300
+    max_seconds: float = 0.0  #: also stop after this much training time (0 = no limit); the result is still evaluated and saved
     prompts_per_step: int = 4
     group_size: int = 8  #: samples per prompt (the paper: 16 video, 5 language)
     beta: float = 1e-3  #: KL coefficient against the frozen starting model (0 = no reference model)

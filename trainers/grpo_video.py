@@ -132,19 +132,17 @@ def build_training(args, held_out):
 
 
 def load_start_model(args, task):
-    """The model GRPO starts from (and, frozen, its KL reference): `--model` or the shipped one."""
+    """The model GRPO starts from (and, frozen, its KL reference): `--model`, else the
+    env's `model=`, else (PushT) the shipped MLE model of the layout."""
     from rlvr_envs.video.task import shipped_world_model
-    from rlvr_envs.video.world_model import load_world_model
 
-    if args.model:
-        return load_world_model(args.model, task.vocab)
-    return shipped_world_model(task)
+    return shipped_world_model(task, args.model or None)
 
 
 def start_model_dir(args, task) -> str:
     from rlvr_envs.video.task import shipped_world_model_dir
 
-    return args.model or str(shipped_world_model_dir(task.config.layout))
+    return args.model or task.config.model or str(shipped_world_model_dir(task.config.layout))
 
 
 def _with_lora(model, args):
@@ -251,6 +249,9 @@ def train(args) -> dict:
     started, failures = time.perf_counter(), 0
     bar = tqdm(total=args.steps, initial=step, desc=f"GRPO {args.env_id.split('/')[-1]}", unit="step")
     while step < args.steps:
+        if args.max_seconds and time.perf_counter() - started >= args.max_seconds:
+            bar.write(f"stopping at step {step}: --max-seconds {args.max_seconds} reached")
+            break
         tick = time.perf_counter()
         rng = np.random.default_rng([args.seed, step])
         picked = rng.choice(len(train_task), size=per_step, replace=len(train_task) < per_step)
