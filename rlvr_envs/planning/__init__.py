@@ -1,0 +1,27 @@
+"""Planning with world models: CEM (DINO-WM's settings) in an MPC loop that acts in the real PushT.
+
+See `cem`: `CEMConfig`, the `Planner` protocol (`CEMPlanner` over any simulator with a
+batched `rollout`, `RandomPlanner`), goal-image objectives (`embedding`), the MPC loop
+`run_episode`, and `planning_tasks` (start/goal pairs from held-out episodes).
+"""
+
+from rlvr_envs.planning.cem import (
+    CEMConfig,
+    CEMPlanner,
+    EpisodeResult,
+    MPCConfig,
+    Observation,
+    PlanningTask,
+    Planner,
+    RandomPlanner,
+    cem_optimize,
+    embedding,
+    planning_tasks,
+    run_episode,
+    success_summary,
+    wilson_interval,
+)
+
+__all__ = ["CEMConfig", "CEMPlanner", "EpisodeResult", "MPCConfig", "Observation", "PlanningTask", "Planner",
+           "RandomPlanner", "cem_optimize", "embedding", "planning_tasks", "run_episode", "success_summary",
+           "wilson_interval"]

@@ -1,0 +1,125 @@
+"""CEM planning: the optimiser itself, objectives, the shared MPC loop with the true simulator,
+random actions and a (tiny, untrained) learned simulator, seeding, and the summary statistics.
+Tiny budgets only (8 samples, 2 iterations, horizon 2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+torch.set_num_threads(1)
+
+TINY = dict(horizon=2, samples=8, top_k=2, iterations=2)
+
+
+@pytest.fixture(scope="module")
+def task():
+    """Start and goal 10 simulator steps apart on the scripted expert's path (a reachable goal)."""
+    from rlvr_envs.planning import PlanningTask
+    from rlvr_envs.video import pusht
+
+    env = pusht.make_env(64, 40, render=False)
+    env.reset(seed=5)
+    record = pusht.run_policy(env, pusht.physics_state(env), pusht.ScriptedPushExpert(), 40, record_frames=False)
+    env.close()
+    from rlvr_envs.simulators import dino_wm_success
+
+    assert not dino_wm_success(record["physics"][5], record["physics"][35])[0]
+    return PlanningTask(0, record["physics"][5], record["physics"][35], "expert seed 5")
+
+
+@pytest.fixture(scope="module")
+def real():
+    from rlvr_envs.simulators import PushTChunkEnv
+
+    env = PushTChunkEnv(max_steps=10)
+    yield env
+    env.close()
+
+
+def test_defaults_are_dino_wm_and_cem_minimises_a_quadratic():
+    from rlvr_envs.planning import CEMConfig, cem_optimize
+
+    assert (CEMConfig().horizon, CEMConfig().samples, CEMConfig().top_k, CEMConfig().iterations) == (5, 300, 30, 30)
+    target = np.random.default_rng(0).uniform(100, 400, size=(2, 5, 2))
+    cost = lambda a: ((a - target) ** 2).reshape(len(a), -1).mean(axis=1)  # noqa: E731
+    config = CEMConfig(horizon=2, samples=64, top_k=8, iterations=12, init_std=80.0)
+    plan, trace = cem_optimize(cost, config, np.full(2, 256.0), np.random.default_rng(0))
+    assert np.abs(plan - target).mean() < 0.4 * np.abs(256.0 - target).mean() and trace["best_cost"][-1] < trace["best_cost"][0]
+    again, _ = cem_optimize(cost, config, np.full(2, 256.0), np.random.default_rng(0))
+    assert np.array_equal(plan, again)
+    with pytest.raises(ValueError):
+        CEMConfig(samples=4, top_k=8).validate()
+
+
+def test_embeddings():
+    from rlvr_envs.planning import embedding
+    from rlvr_envs.video.frame_tokenizer import FrameTokenizer
+    from rlvr_envs.video.task import default_tokenizer_dir
+
+    frames = np.random.default_rng(0).integers(0, 255, size=(3, 64, 64, 3), dtype=np.uint8)
+    assert embedding("pixels")(frames).shape == (3, 64 * 64 * 3)
+    latent = embedding("tokenizer", FrameTokenizer.load(default_tokenizer_dir()))(frames)
+    assert latent.shape[0] == 3 and np.isfinite(latent).all()
+    assert embedding(lambda f: torch.ones(len(f), 7))(frames).shape == (3, 7)
+    with pytest.raises(ValueError, match="tokenizer="):
+        embedding("tokenizer")
+
+
+def test_true_simulator_cem_and_random_share_the_loop_and_are_seeded(task, real):
+    from rlvr_envs.planning import CEMConfig, CEMPlanner, MPCConfig, RandomPlanner, run_episode
+    from rlvr_envs.simulators import PushTChunkEnv
+
+    config = CEMConfig(**TINY)
+    true_sim = PushTChunkEnv()
+    planner = CEMPlanner(true_sim, config, "pixels", name="true_sim_cem")
+    mpc = MPCConfig(rounds=2)
+    first = run_episode(real, planner, task, mpc, seed=1, record=True)
+    second = run_episode(real, planner, task, mpc, seed=1)
+    assert first.as_dict() | {"seconds": 0} == second.as_dict() | {"seconds": 0}
+    assert 1 <= first.chunks <= 4 and first.frames.shape[1:] == (64, 64, 3)
+    assert first.predicted.shape == (2, 64, 64, 3)  # the first plan as the simulator saw it
+    randomly = run_episode(real, RandomPlanner(config), task, mpc, seed=1)
+    assert randomly.planner == "random" and 1 <= randomly.chunks <= 4
+    true_sim.close()
+
+
+def test_cem_on_a_learned_simulator_never_sees_the_state(task, real):
+    from rlvr_envs.planning import CEMConfig, CEMPlanner, MPCConfig, Observation, run_episode
+    from rlvr_envs.simulators import LearnedPushTSim
+    from rlvr_envs.video.frame_tokenizer import FrameTokenizer
+    from rlvr_envs.video.layout import VideoVocabulary
+    from rlvr_envs.video.task import default_tokenizer_dir
+    from rlvr_envs.video.world_model import build_world_model
+
+    tokenizer = FrameTokenizer.load(default_tokenizer_dir())
+    model = build_world_model(VideoVocabulary(tokenizer.config.codebook_size, 256), 300, "tiny")
+    sim = LearnedPushTSim(model, tokenizer, reward="none", batch_size=8)
+    seen = []
+
+    class Spy(CEMPlanner):
+        def plan(self, observation: Observation, rng):
+            seen.append(observation.physics)
+            return super().plan(observation, rng)
+
+    result = run_episode(real, Spy(sim, CEMConfig(**TINY), "tokenizer", name="learned"), task,
+                         MPCConfig(rounds=1), seed=0)
+    assert seen == [None] and result.chunks == 2 and result.planner == "learned"
+
+
+def test_planning_tasks_and_summary():
+    from rlvr_envs.planning import EpisodeResult, planning_tasks, success_summary, wilson_interval
+
+    class Episode:
+        def __init__(self, n, index):
+            self.physics, self.index = np.arange(n * 10, dtype=float).reshape(n, 10), index
+
+    tasks = planning_tasks([Episode(10, 0), Episode(40, 1)], 5, offset=25, seed=0)  # never at the goal
+    assert len(tasks) == 5 and all(t.goal[0] - t.start[0] == 250 for t in tasks)
+    assert [t.source for t in tasks] == [t.source for t in planning_tasks([Episode(10, 0), Episode(40, 1)], 5, 25, 0)]
+    low, high = wilson_interval(8, 10)
+    assert 0.44 < low < 0.5 and 0.94 < high < 0.98
+    results = [EpisodeResult(i, "x", i < 3, 2, 1.0, 0.1, 1.0, 0.5) for i in range(4)]
+    summary = success_summary(results)
+    assert summary["success_rate"] == 0.75 and summary["successes"] == 3
