@@ -14,6 +14,12 @@ DATA_COMMANDS = {
     "rt1": ("rlvr_envs.video.rt1", "convert RT-1 RLDS shards to per-episode npz"),
 }
 
+#: `rlvr-world NAME ...` -> (module exposing add_arguments, whose parser default func runs it; help)
+APPLICATION_COMMANDS = {
+    "plan": ("rlvr_envs.planning.command", "CEM planning on PushT with learned simulators and baselines"),
+    "policy-eval": ("rlvr_envs.policy_eval.command", "Real2Sim: policies in the learned vs the real PushT"),
+}
+
 
 def cmd_list(args: argparse.Namespace) -> int:
     from rlvr_envs.registration import ENVS, markdown_table
@@ -75,7 +81,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="rlvr-world", description=__doc__)
     parser.set_defaults(func=lambda _args: parser.print_help() or 0)
-    sub = parser.add_subparsers(dest="command", metavar="{list,episode,data}")
+    sub = parser.add_subparsers(dest="command", metavar="{list,episode,data,plan,policy-eval}")
 
     listing = sub.add_parser("list", help="the registered env ids and whether their data is here")
     listing.add_argument("--markdown", action="store_true", help="print README's env table")
@@ -99,6 +105,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             mod = importlib.import_module(module)
             mod.add_data_arguments(sub_parser)
             sub_parser.set_defaults(func=mod.run_data_command)
+
+    # learned simulators (issue 11): arguments are added only when the command is named
+    for name, (module, help_text) in APPLICATION_COMMANDS.items():
+        app = sub.add_parser(name, help=help_text)
+        if argv[:1] == [name]:
+            importlib.import_module(module).add_arguments(app)
     return parser
 
 

@@ -123,3 +123,18 @@ def test_planning_tasks_and_summary():
     results = [EpisodeResult(i, "x", i < 3, 2, 1.0, 0.1, 1.0, 0.5) for i in range(4)]
     summary = success_summary(results)
     assert summary["success_rate"] == 0.75 and summary["successes"] == 3
+
+
+def test_plan_command_writes_results_and_gifs(tmp_path, capsys):
+    import json
+
+    from rlvr_envs.cli import main
+
+    out = tmp_path / "plan"
+    code = main(["plan", "--planners", "random,true_sim", "--episodes", "1", "--horizon", "2", "--samples", "4",
+                 "--top-k", "2", "--iterations", "1", "--rounds", "1", "--heldout-episodes", "2", "--gifs", "1",
+                 "--out", str(out)])
+    assert code == 0 and "95% CI" in capsys.readouterr().out
+    report = json.loads((out / "results.json").read_text())
+    assert set(report["summary"]) == {"random", "true_sim"} and len(report["episodes"]) == 2
+    assert (out / "gifs" / "true_sim_000.gif").is_file()

@@ -1,0 +1,90 @@
+"""`rlvr-world policy-eval`: Real2Sim on PushT, learned simulator vs the real one.
+
+    rlvr-world policy-eval --starts 10 --max-steps 20 --out runs/real2sim
+    rlvr-world policy-eval --model runs/grpo_pusht/final --out runs/real2sim_rlvr
+
+Policies: the image-based family (`pusht_policy_family`: pixel expert at `--noise` levels
+and random). Starts: states of held-out episodes `--lead` simulator steps before their end
+(so good policies can finish within `--max-steps` chunks). Writes OUT/results.json
+(per-policy success in both simulators, Pearson and MMRV) and OUT/gifs/<policy>.gif (real
+rollout beside the learned simulator's) for the first start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default=None, help="world model dir (default: the shipped MLE model)")
+    parser.add_argument("--tokenizer", default=None, help="frame tokenizer dir (default: the shipped one)")
+    parser.add_argument("--data", default=None, help="held-out PushT episodes dir (default: the embedded set)")
+    parser.add_argument("--heldout-episodes", type=int, default=12)
+    parser.add_argument("--starts", type=int, default=10)
+    parser.add_argument("--lead", type=int, default=60, help="start this many simulator steps before an episode's end")
+    parser.add_argument("--max-steps", type=int, default=20, help="chunks (of 5 simulator steps) per rollout")
+    parser.add_argument("--noise", default="0,10,25,50", help="pixel-expert noise levels (px)")
+    parser.add_argument("--success", default="any", choices=("any", "final"))
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--out", required=True)
+    parser.set_defaults(func=run)
+
+
+def real2sim_starts(episodes, count: int, lead: int, seed: int = 0) -> list[np.ndarray]:
+    """`count` start states, `lead` steps before the end of (successful first) held-out episodes."""
+    rng = np.random.default_rng(seed)
+    ordered = sorted(range(len(episodes)), key=lambda i: (not episodes[i].success, i))
+    starts = []
+    for k in range(count):
+        physics = np.asarray(episodes[ordered[k % len(ordered)]].physics)
+        t = max(0, len(physics) - 1 - lead - int(rng.integers(0, 10)) * (k >= len(ordered)))
+        starts.append(physics[t].copy())
+    return starts
+
+
+def run(args: argparse.Namespace) -> int:
+    import torch
+
+    from rlvr_envs.planning.command import save_gif
+    from rlvr_envs.policy_eval.policies import pusht_policy_family
+    from rlvr_envs.policy_eval.real2sim import evaluate
+    from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
+    from rlvr_envs.video.pusht import PushTEpisodeDataset
+    from rlvr_envs.video.task import embedded_heldout_dir
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    data = args.data or embedded_heldout_dir(args.heldout_episodes, 64)
+    episodes = list(PushTEpisodeDataset(data))
+    starts = real2sim_starts(episodes, args.starts, args.lead, args.seed)
+    learned = LearnedPushTSim(args.model, args.tokenizer, temperature=args.temperature, reward="none")
+    real = PushTChunkEnv(resolution=learned.resolution[0])
+    policies = pusht_policy_family([float(v) for v in args.noise.split(",")], seed=args.seed)
+    result = evaluate(policies, learned, real, starts, args.max_steps, args.success, record=1, progress=True)
+    out = Path(args.out)
+    for policy in {r.policy for r in result["rollouts"]}:
+        pair = [r.frames for r in result["rollouts"] if r.policy == policy and r.frames is not None]
+        if len(pair) == 2:
+            save_gif(out / "gifs" / f"{policy}.gif", [pair[1], pair[0]])  # real | learned
+    report = {"command": "rlvr-world policy-eval " + " ".join(
+                  f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "func" and v is not None),
+              "model": learned.model_name, "time": time.strftime("%Y-%m-%d %H:%M"), "data": str(data),
+              "judge": "frame judge (rlvr_envs.policy_eval.pusht_judge) in both simulators; real_env_success is "
+                       "the real env's own", "policies": result["policies"], "summary": result["summary"],
+              "rollouts": [{k: v for k, v in vars(r).items() if k != "frames"} for r in result["rollouts"]]}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
+    print(f"{'policy':<20} {'learned':>8} {'real':>8} {'real env':>9}")
+    for row in result["policies"]:
+        print(f"{row['policy']:<20} {row['learned_success']:>8.2f} {row['real_success']:>8.2f} "
+              f"{row['real_env_success']:>9.2f}")
+    s = result["summary"]
+    print(f"Pearson {s['pearson']:.3f}  MMRV {s['mmrv']:.3f}  (learned sim vs real, {len(starts)} starts)")
+    return 0
