@@ -16,6 +16,7 @@ DATA_COMMANDS = {
 
 #: `rlvr-world NAME ...` -> (module exposing add_arguments, whose parser default func runs it; help)
 APPLICATION_COMMANDS = {
+    "demo": ("trainers.demo", "the whole pipeline on the embedded PushT default: MLE base -> GRPO -> evaluation"),
     "plan": ("rlvr_envs.planning.command", "CEM planning on PushT with learned simulators and baselines"),
     "policy-eval": ("rlvr_envs.policy_eval.command", "Real2Sim: policies in the learned vs the real PushT"),
 }
@@ -81,7 +82,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="rlvr-world", description=__doc__)
     parser.set_defaults(func=lambda _args: parser.print_help() or 0)
-    sub = parser.add_subparsers(dest="command", metavar="{list,episode,data,plan,policy-eval}")
+    sub = parser.add_subparsers(dest="command", metavar="{demo,list,episode,data,plan,policy-eval}")
 
     listing = sub.add_parser("list", help="the registered env ids and whether their data is here")
     listing.add_argument("--markdown", action="store_true", help="print README's env table")
@@ -106,7 +107,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             mod.add_data_arguments(sub_parser)
             sub_parser.set_defaults(func=mod.run_data_command)
 
-    # learned simulators (issue 11): arguments are added only when the command is named
+    # applications: their (heavy) modules are imported only when the command is named
     for name, (module, help_text) in APPLICATION_COMMANDS.items():
         app = sub.add_parser(name, help=help_text)
         if argv[:1] == [name]:

@@ -8,11 +8,9 @@ import json
 from typing import Any
 
 
-def parse_dataclass_args(cls: type, description: str, argv: list[str] | None = None) -> Any:
-    """`cls(**parsed)`: one `--flag-name` per field, defaults shown; bools are switches and
-    tuples take one or more values."""
-    parser = argparse.ArgumentParser(description=description,
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
+    """One `--flag-name` per field of `cls`, defaults shown; bools are switches and tuples
+    take one or more values."""
     defaults = cls()
     for f in dataclasses.fields(cls):
         flag, default = f"--{f.name.replace('_', '-')}", getattr(defaults, f.name)
@@ -22,8 +20,19 @@ def parse_dataclass_args(cls: type, description: str, argv: list[str] | None = N
             parser.add_argument(flag, nargs="+", default=default)
         else:
             parser.add_argument(flag, type=type(default), default=default)
-    parsed = {k: tuple(v) if isinstance(v, list) else v for k, v in vars(parser.parse_args(argv)).items()}
-    return cls(**parsed)
+
+
+def dataclass_from_namespace(cls: type, namespace: argparse.Namespace) -> Any:
+    names = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in vars(namespace).items() if k in names})
+
+
+def parse_dataclass_args(cls: type, description: str, argv: list[str] | None = None) -> Any:
+    """`cls(**parsed)` from the command line (see `add_dataclass_arguments`)."""
+    parser = argparse.ArgumentParser(description=description,
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_dataclass_arguments(parser, cls)
+    return dataclass_from_namespace(cls, parser.parse_args(argv))
 
 
 def parse_env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
