@@ -137,7 +137,22 @@ def markdown(result: dict) -> str:
     lines += ["", f"Codes used: {comp['future_codes_used']} frame codes, {comp['context_codes_used']} context codes.",
               "Copying the context frame scores exactly at offset 0 (PSNR capped at "
               f"{PSNR_CAP:.0f} dB).", ""]
-    return "\n".join(lines)
+    card = result.get("card") or {}
+    if card:
+        lines += [f"The tokenizer's card: {card.get('steps')} steps, {card.get('train_seconds')} s of training "
+                  f"(`{card.get('command')}`); context branch {card.get('context_branch')}.", ""]
+    future, copy = comp["future_frames"], ev["copy_context_pixels"]["future_frames"]
+    verdict = []
+    if "per_frame" in ev:
+        per_frame = ev["per_frame"]["future_frames"]
+        verdict.append(f"On frames 1-4 the compressed tokenizer is {per_frame['psnr'] - future['psnr']:.2f} dB PSNR "
+                       f"below the per-frame tokenizer with {tok['compressed']} instead of {tok['per_frame']} tokens "
+                       f"per clip ({tok['per_frame'] / tok['compressed']:.1f}x fewer).")
+    better = [k.upper() for k in KEYS if (future[k] > copy[k]) == (k in ("psnr", "ssim"))]
+    worse = [k.upper() for k in KEYS if k.upper() not in better]
+    verdict.append("Against copying the real context frame (no tokens at all) it is better in "
+                   f"{', '.join(better) or 'nothing'} and worse in {', '.join(worse) or 'nothing'}.")
+    return "\n".join(lines + [" ".join(verdict), ""])
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -151,7 +166,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--max-clips", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default=str(RESULTS / "compressed_tokenizer"), help="results path without suffix")
+    parser.add_argument("--render", action="store_true", help="only rewrite the .md from the saved .json")
     args = parser.parse_args(argv)
+    out = Path(args.out)
+    if args.render:
+        text = markdown(json.loads(out.with_suffix(".json").read_text()))
+        out.with_suffix(".md").write_text(text)
+        print(text)
+        return {}
     torch.set_num_threads(args.threads)
     from rlvr_envs.video.compressed_tokenizer import CompressedTokenizer
     from rlvr_envs.video.frame_tokenizer import FrameTokenizer
@@ -162,14 +184,14 @@ def main(argv: list[str] | None = None) -> dict:
     frame_tokenizer = FrameTokenizer.load(args.frame_tokenizer)
     _, test = load_episode_frames(args.data, args.test_every)
     clips = heldout_clips(test, args.frame_skip, 5, args.clip_stride, args.max_clips)
-    result = {"command": "python -m benchmarks.compressed_tokenizer " + " ".join(sys.argv[1:] if argv is None else argv),
+    command = " ".join(["python -m benchmarks.compressed_tokenizer", *(sys.argv[1:] if argv is None else argv)])
+    result = {"command": command,
               "machine": f"{platform.machine()}, {args.threads} thread(s), CPU only",
               "tokenizer": args.tokenizer, "frame_tokenizer": args.frame_tokenizer, "data": args.data,
               "test_every": args.test_every, "frame_skip": args.frame_skip,
               "card": CompressedTokenizer.card(args.tokenizer),
               "eval": evaluate_clips(model, clips, frame_tokenizer)}
     result["seconds"] = round(time.perf_counter() - started, 1)
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     text = markdown(result)
