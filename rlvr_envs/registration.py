@@ -83,6 +83,15 @@ ENVS: tuple[EnvEntry, ...] = (
 )
 
 
+#: learned simulators: a world model wrapped as the original task's env (plain gymnasium envs,
+#: not next-state-prediction tasks): id -> (entry point, description)
+SIMULATORS: dict[str, tuple[str, str]] = {
+    "RLVRWorld/PushT-LearnedSim-v0": (
+        "rlvr_envs.simulators.learned:LearnedPushTSim",
+        "PushT simulated by the shipped single-step world model (action: a chunk of 5 targets; `model=` for another)"),
+}
+
+
 def register_envs() -> None:
     """Register every id (idempotent)."""
     import gymnasium as gym
@@ -91,6 +100,9 @@ def register_envs() -> None:
         if entry.id not in gym.registry:
             gym.register(entry.id, entry_point=ENTRY_POINT, vector_entry_point=VECTOR_ENTRY_POINT,
                          kwargs={"task": entry.task, **entry.kwargs})
+    for env_id, (entry_point, _) in SIMULATORS.items():
+        if env_id not in gym.registry:
+            gym.register(env_id, entry_point=entry_point)
 
 
 def entry(env_id: str) -> EnvEntry:
@@ -104,4 +116,6 @@ def markdown_table() -> str:
     """The env table of README.md (generated, never typed: `rlvr-world list --markdown`)."""
     lines = ["| id | modality | reward | what |", "|---|---|---|---|"]
     lines += [f"| `{e.id}` | {e.modality} | {e.reward} | {e.description} |" for e in ENVS]
+    lines += [f"| `{env_id}` | learned simulator | success judged from the predicted frame | {what} |"
+              for env_id, (_, what) in SIMULATORS.items()]
     return "\n".join(lines)

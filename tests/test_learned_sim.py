@@ -150,3 +150,16 @@ def test_real_chunk_env_steps_exactly_like_its_rollout(start):
     assert truncated and not terminated and frame.shape == (64, 64, 3)
     assert (frame != frames[0, -1]).any(axis=-1).mean() < 0.01  # same state (only contact dots may differ)
     env.close()
+
+
+def test_registered_learned_sim_runs_the_shipped_model():
+    import gymnasium as gym
+
+    import rlvr_envs  # noqa: F401
+
+    env = gym.make("RLVRWorld/PushT-LearnedSim-v0", max_steps=2)
+    obs, info = env.reset(seed=0)
+    assert obs.shape == (64, 64, 3) and obs.dtype == np.uint8
+    obs, reward, terminated, truncated, info = env.step(np.full((5, 2), 256.0))
+    assert obs.shape == (64, 64, 3) and np.isfinite(reward)
+    env.close()
