@@ -1,4 +1,4 @@
-"""The `rlvr-world` command: list the registry, play one episode, fetch or generate data."""
+"""The `rlvr-world` command: the demo, the registry, one episode, data, planning and Real2Sim policy evaluation."""
 
 from __future__ import annotations
 
