@@ -375,3 +375,41 @@ class CompressedTokenizer(nn.Module):
         """The model card saved with a checkpoint (data, command, steps, metrics), {} if none."""
         path = Path(directory) / CARD_NAME
         return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def is_compressed_tokenizer(directory: str | Path) -> bool:
+    """Whether `directory/config.json` names a compressed tokenizer (False when it is missing,
+    unreadable or another kind: the per-frame loader then reports what is wrong)."""
+    try:
+        raw = json.loads((Path(directory) / CONFIG_NAME).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(raw, dict) and raw.get("format") == FORMAT_NAME
+
+
+def check_tokenizer_layout(directory: str | Path, layout: str) -> None:
+    """Fail clearly when the tokenizer at `directory` cannot serve `layout` ("single" or
+    "multi"): a compressed tokenizer serves only the multi-step layout (its later frames are
+    coded against a context frame). Reads `config.json` only."""
+    if layout == "single" and is_compressed_tokenizer(directory):
+        raise ValueError(f"the tokenizer at {directory} is a compressed tokenizer (a context frame of context "
+                         "codes, later frames coded against it); it serves only the multi-step layout "
+                         "(layout='multi'). For single-step prediction pass tokenizer= a per-frame FrameTokenizer "
+                         "checkpoint")
+
+
+def load_video_tokenizer(directory: str | Path, layout: str | None = None,
+                         device: str | torch.device = "cpu") -> FrameTokenizer | CompressedTokenizer:
+    """The visual tokenizer saved at `directory`, of the kind its `config.json` names: a
+    `CompressedTokenizer` (format "rlvr-world-compressed-tokenizer") or a `FrameTokenizer`
+    (anything else; its loader reports a missing or malformed checkpoint).
+
+    `layout`, when given, is the token layout it will serve, checked first
+    (`check_tokenizer_layout`: a single-step layout over a compressed tokenizer fails before
+    any weights are read).
+    """
+    if layout is not None:
+        check_tokenizer_layout(directory, layout)
+    if is_compressed_tokenizer(directory):
+        return CompressedTokenizer.load(directory, device=device)
+    return FrameTokenizer.load(directory, device=device)

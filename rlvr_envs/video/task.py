@@ -35,6 +35,14 @@ The video invariant (a tokenizer cannot reconstruct frames exactly): the gold co
 reach `max_reward`; they score at least as well as perturbed or random responses, and
 `info["metrics"]["ceiling"]` reports what they score. Prompts, gold responses and truth
 frames are encoded once when the task is built, never per reset.
+
+Compressed tokenizer (multi-step only, RLVR-World's multi-step setting): when `tokenizer=`
+is a `CompressedTokenizer` checkpoint (its config.json says so), every window's first
+history frame is its context frame. The prompt starts with that frame's context codes
+(`MultiStepLayout(context_len=...)`), and the history and future frames are coded against
+it with few codes each, so a window's codes depend on its context frame: they are encoded
+per window (batched, at build time). Verification decodes the predicted codes with the
+window's context codes in one batched call.
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from rlvr_envs.core.task import Task
 from rlvr_envs.core.types import RewardResult, Transition
 from rlvr_envs.core.util import as_tuple
 from rlvr_envs.video.action_bins import ActionBins
+from rlvr_envs.video.compressed_tokenizer import CompressedTokenizer, check_tokenizer_layout, load_video_tokenizer
 from rlvr_envs.video.frame_tokenizer import FrameTokenizer
 from rlvr_envs.video.frames import FrameWindowDataset, WindowSpec, frames_and_actions
 from rlvr_envs.video.layout import MultiStepLayout, SingleStepLayout, VideoVocabulary
@@ -152,7 +161,7 @@ class VideoTaskConfig:
     data_dir: str | None = None  #: episodes folder (PushT: `rlvr-world data pusht`, default the embedded held-out set; RT-1: `rlvr-world data rt1` output; Rope/Granular: DINO-WM's folder); required except for PushT
     split: str = "all"  #: episodes to use: "all", "train" or "test" (index % 10 == 0 is test; RT-1: its test folder, every 100th episode)
     episodes: int = 12  #: PushT only: size of the embedded held-out set (generated once with the real simulator, then cached)
-    tokenizer: str | None = None  #: frame tokenizer checkpoint dir; default (PushT only): the shipped PushT tokenizer
+    tokenizer: str | None = None  #: frame tokenizer checkpoint dir (or a CompressedTokenizer's, layout="multi" only); default (PushT only): the shipped PushT tokenizer
     model: str | None = None  #: world model dir for `shipped_world_model(task)`, its vocabulary checked at build; default (PushT only): the shipped model
     action_ranges: str | None = None  #: JSON of per-dim [min, max] rows (format of RLVR-World's frac_action_ranges.json); default: PushT the arena, others the train split's min/max (RT-1: reads every train episode's actions, slow on the full set)
     reward: str = "l1_lpips"  #: one of REWARDS
@@ -216,9 +225,14 @@ def default_tokenizer_dir() -> Path:
     return EMBEDDED_DIR / "pusht_frame_tokenizer"
 
 
+def compressed_tokenizer_dir() -> Path:
+    """The shipped PushT compressed tokenizer (64 context codes, 16 codes per later frame)."""
+    return EMBEDDED_DIR / "pusht_compressed_tokenizer"
+
+
 @functools.lru_cache(maxsize=4)
-def _load_tokenizer(path: str) -> FrameTokenizer:
-    return FrameTokenizer.load(path)
+def _load_tokenizer(path: str) -> FrameTokenizer | CompressedTokenizer:
+    return load_video_tokenizer(path)
 
 
 def pusht_action_bins(frame_skip: int) -> ActionBins:
@@ -405,17 +419,27 @@ class VideoPredictionTask(Task):
         self.reward_description, self.min_reward, self._max = REWARDS[config.reward]
         self.lpips = _lpips_or_explain(config) if config.reward == "l1_lpips" else None
         self.tokenizer_dir = str(config.tokenizer or default_tokenizer_dir())
+        check_tokenizer_layout(self.tokenizer_dir, config.layout)  # single-step over a compressed one fails here
         self.tokenizer = _load_tokenizer(self.tokenizer_dir)
+        #: a CompressedTokenizer: context codes in the prompt, later frames coded against them
+        self.compressed = isinstance(self.tokenizer, CompressedTokenizer)
         self.resolution = tuple(self.tokenizer.config.resolution)
         source = self._episode_source()
         self.bins = self._action_bins(source)
-        self.vocab = VideoVocabulary(self.tokenizer.config.codebook_size, self.bins.num_bins)
-        frame_len, action_dims = self.tokenizer.config.tokens_per_frame, self.bins.dim
-        if config.layout == "single":
-            self.layout = SingleStepLayout(self.vocab, frame_len, action_dims, config.history_frames)
+        if self.compressed:
+            tok = self.tokenizer
+            self.vocab = VideoVocabulary(tok.future_codebook_size, self.bins.num_bins,
+                                         context_codes=tok.context_codebook_size)
+            self.layout = MultiStepLayout(self.vocab, tok.tokens_per_future, self.bins.dim, config.history_frames,
+                                          config.future_frames, context_len=tok.tokens_per_context)
         else:
-            self.layout = MultiStepLayout(self.vocab, frame_len, action_dims, config.history_frames,
-                                          config.future_frames)
+            self.vocab = VideoVocabulary(self.tokenizer.config.codebook_size, self.bins.num_bins)
+            frame_len, action_dims = self.tokenizer.config.tokens_per_frame, self.bins.dim
+            if config.layout == "single":
+                self.layout = SingleStepLayout(self.vocab, frame_len, action_dims, config.history_frames)
+            else:
+                self.layout = MultiStepLayout(self.vocab, frame_len, action_dims, config.history_frames,
+                                              config.future_frames)
         self.vocab_size, self.eos_token_id, self.pad_token_id = self.vocab.size, self.vocab.eos, self.vocab.pad
         self.max_prompt_len = self.layout.prompt_len
         self.max_response_len = self.layout.response_len + 1  # room for an EOS after the frames
@@ -471,11 +495,12 @@ class VideoPredictionTask(Task):
             if tuple(frames.shape[1:3]) != self.resolution:
                 self.native_resolution = tuple(int(v) for v in frames.shape[1:3])
                 frames = resize_frames(frames, self.resolution)  # once, here: truth and metrics at this size
-            all_codes = self.tokenizer.encode(frames)  # once per episode, shared by every offset
+            # once per episode, shared by every offset (compressed: per window, below)
+            all_codes = None if self.compressed else self.tokenizer.encode(frames)
             for offset in config.frame_offsets:
                 kept = skip_frames(frames, actions, config.frame_skip, offset)
                 episodes.append(kept)
-                codes.append(all_codes[offset::config.frame_skip][: len(kept[0])])
+                codes.append(None if all_codes is None else all_codes[offset::config.frame_skip][: len(kept[0])])
                 names.append(f"{getattr(episode, 'index', position)}" + (f"+{offset}" if offset else ""))
                 windows_seen += len(spec.starts(len(kept[0]), len(kept[1])))
         if not episodes:
@@ -488,21 +513,50 @@ class VideoPredictionTask(Task):
         limit = len(windows) if config.size is None else min(config.size, len(windows))
         k, t = config.history_frames, config.future_frames
         self._transitions, self._prompts, self._targets, self._given, self._truth = [], [], [], [], []
+        #: per transition, the context codes its frames are decoded with (compressed tokenizer only)
+        self._context: list[np.ndarray | None] = []
+        if self.compressed:
+            context_codes, window_codes = self._encode_windows(windows, limit)
         for item in range(limit):
             window = windows[item]
             e, s = window.episode, window.start
-            history_codes, future_codes = codes[e][s:s + k], codes[e][s + k:s + k + t]
+            if self.compressed:
+                history_codes, future_codes = window_codes[item, :k], window_codes[item, k:]
+                context = context_codes[item]
+            else:
+                history_codes, future_codes = codes[e][s:s + k], codes[e][s + k:s + k + t]
+                context = None
             acts = action_tokens[e][s:s + spec.actions]
             given = acts[k:k + t] if isinstance(layout, MultiStepLayout) else None
-            self._prompts.append(layout.prompt(history_codes, acts[:k]))
+            if context is None:
+                self._prompts.append(layout.prompt(history_codes, acts[:k]))
+            else:
+                self._prompts.append(layout.prompt(history_codes, acts[:k], context_codes=context))
             self._targets.append(layout.response(future_codes, given))
             self._given.append(given)
             self._truth.append(window.future)
+            self._context.append(context)
+            meta = {"last_history_codes": history_codes[-1]}
+            if context is not None:
+                meta["context_codes"] = context
             self._transitions.append(Transition(
                 uid=f"{config.dataset}/{names[e]}/{s}", state=window.history, action=window.actions, next_state=window.future,
-                target=future_codes, split="test", changed=None,
-                meta={"last_history_codes": history_codes[-1]}))
+                target=future_codes, split="test", changed=None, meta=meta))
         self._ceiling: dict[int, float] = {}
+
+    def _encode_windows(self, windows: FrameWindowDataset, limit: int,
+                        chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
+        """Compressed tokenizer: (context codes [N, C], codes of the history + future frames
+        [N, k+T, F]) of the first `limit` windows, each coded against its first history frame;
+        batched, `chunk` windows at a time."""
+        contexts, clips = [], []
+        for start in range(0, limit, chunk):
+            items = [windows[i] for i in range(start, min(start + chunk, limit))]
+            frames = np.stack([np.concatenate([w.history, w.future]) for w in items])
+            context_frames = frames[:, 0]
+            contexts.append(self.tokenizer.encode_context(context_frames))
+            clips.append(self.tokenizer.encode_future(frames, context_frames))
+        return np.concatenate(contexts), np.concatenate(clips)
 
     def _in_split(self, episode) -> bool:
         if self.config.split == "all" or self.config.dataset == "rt1":  # RT-1: the split is the folder read
@@ -548,6 +602,8 @@ class VideoPredictionTask(Task):
         codes, error = self._codes(index, response_ids)
         if error is not None:
             return None, error
+        if self.compressed:
+            return self.tokenizer.decode(self._context[index][None], codes[None])[0], None
         return self.tokenizer.decode(codes), None
 
     def verify(self, indices: Sequence[int], responses: Sequence[Sequence[int]]) -> list[RewardResult]:
@@ -576,8 +632,11 @@ class VideoPredictionTask(Task):
 
         t = self.config.future_frames
         all_codes = np.stack(codes)  # [B, T, F]
-        decoded = self.tokenizer.decode(all_codes.reshape(-1, all_codes.shape[-1]))
-        pred = decoded.reshape(len(indices), t, *decoded.shape[1:])
+        if self.compressed:  # [B, T, H, W, 3], each row decoded with its window's context codes
+            pred = self.tokenizer.decode(np.stack([self._context[i] for i in indices]), all_codes)
+        else:
+            decoded = self.tokenizer.decode(all_codes.reshape(-1, all_codes.shape[-1]))
+            pred = decoded.reshape(len(indices), t, *decoded.shape[1:])
         truth = torch.as_tensor(np.stack([self._truth[i] for i in indices])).float() / 255.0
         values = metrics.video_prediction_metrics(pred, truth, self.lpips).values
         if t == 1:
@@ -610,7 +669,7 @@ class VideoPredictionTask(Task):
         were resized to), action ranges (a file or the data), tokenizer, layout."""
         config = self.config
         native = self.native_resolution or self.resolution
-        return {
+        out = {
             "dataset": config.dataset, "data_dir": config.data_dir, "split": config.split,
             "transitions": len(self), "layout": config.layout, "history": config.history_frames,
             "future": config.future_frames, "frame_skip": config.frame_skip,
@@ -621,6 +680,10 @@ class VideoPredictionTask(Task):
             "action_dims": self.bins.dim, "tokenizer": self.tokenizer_dir, "vocab_size": self.vocab.size,
             "model": config.model,
         }
+        if self.compressed:
+            out["tokenizer_kind"] = (f"compressed: {self.tokenizer.tokens_per_context} context codes of the first history "
+                                     f"frame in the prompt, {self.tokenizer.tokens_per_future} codes per later frame")
+        return out
 
     def render_frames(self, index: int, response_ids: Sequence[int]) -> np.ndarray:
         """uint8 [2H, T*W, 3]: the predicted frames (top row) above the real ones (bottom row)."""
@@ -679,7 +742,8 @@ def check_world_model_config(directory: str | Path, task: "VideoPredictionTask")
 
         raise DataError(f"{path}: not a world model config ({type(exc).__name__}: {exc})") from None
     vocab = task.vocab
-    needs = f"{vocab.frame_codes} frame codes + {vocab.action_bins} action bins + bos/eos/pad"
+    context = f" + {vocab.context_codes} context codes" if vocab.context_codes else ""
+    needs = f"{vocab.frame_codes} frame codes{context} + {vocab.action_bins} action bins + bos/eos/pad"
     if size != vocab.size or tuple(ids) != (vocab.bos, vocab.eos, vocab.pad):
         raise ValueError(f"the world model at {directory} has vocabulary size {size} and bos/eos/pad {ids}, but the "
                          f"task over the tokenizer at {task.tokenizer_dir} ({needs}) needs {vocab.size} and "
@@ -702,6 +766,10 @@ def shipped_world_model(task: "VideoPredictionTask", directory: str | None = Non
     if directory is None:
         if task.config.dataset != "pusht":
             raise ValueError(f"no world model ships for {task.config.spec.label}: pass model= {MODEL_HINT}")
+        if getattr(task, "compressed", False):
+            raise ValueError(f"no world model ships for the compressed tokenizer at {task.tokenizer_dir} yet: pass "
+                             f"model= a world model over its vocabulary ({task.vocab.size} tokens), "
+                             "e.g. from `python -m trainers.train_video_world_model`")
         directory = shipped_world_model_dir(task.config.layout)
     directory = Path(directory)
     check_world_model_config(directory, task)
