@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from rlvr_envs.core.util import import_string
@@ -52,6 +53,8 @@ class EnvEntry:
 
 
 TEXT_GAME = "rlvr_envs.text_game.task"
+#: the shipped PushT compressed tokenizer (kept here as a path so registering imports no torch)
+PUSHT_COMPRESSED_TOKENIZER = str(Path(__file__).resolve().parent / "assets" / "video" / "pusht_compressed_tokenizer")
 ENVS: tuple[EnvEntry, ...] = (
     EnvEntry("RLVRWorld/TextGame-v0", f"{TEXT_GAME}:ByteSized32Task",
              "ByteSized32 text-game state prediction", {"reward": "binary"}),
@@ -68,6 +71,10 @@ ENVS: tuple[EnvEntry, ...] = (
     EnvEntry("RLVRWorld/PushT-MultiStep-v0", "rlvr_envs.video.task:VideoPredictionTask",
              "PushT: 1 frame + 4 given actions -> 4 frames (embedded tokenizer, model, held-out set)",
              {"layout": "multi"}),
+    EnvEntry("RLVRWorld/PushT-MultiStep-Compressed-v0", "rlvr_envs.video.task:VideoPredictionTask",
+             "PushT: 1 frame + 4 given actions -> 4 frames, compressed tokenizer (64 context + 16 codes per frame; embedded "
+             "tokenizer and held-out set; no world model ships for it yet)",
+             {"layout": "multi", "tokenizer": PUSHT_COMPRESSED_TOKENIZER}),
     EnvEntry("RLVRWorld/RT1-SingleStep-v0", "rlvr_envs.video.task:VideoPredictionTask",
              "RT-1 (fractal20220817_data): 4 frames + actions -> next frame (needs data_dir=, tokenizer=)",
              {"dataset": "rt1", "layout": "single"}),
