@@ -99,7 +99,9 @@ def test_importing_the_package_registers_every_id():
     out = _fresh_python("import json, gymnasium as gym, rlvr_envs\n"
                         "gym.register_envs(rlvr_envs)\n"
                         "print(json.dumps(sorted(k for k in gym.registry if k.startswith('RLVRWorld/'))))")
-    assert out.returncode == 0 and json.loads(out.stdout) == sorted(IDS), out.stderr
+    from rlvr_envs.registration import SIMULATORS
+
+    assert out.returncode == 0 and json.loads(out.stdout) == sorted([*IDS, *SIMULATORS]), out.stderr
 
 
 def test_no_startup_hook_is_installed():
