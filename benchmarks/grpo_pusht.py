@@ -130,6 +130,9 @@ def markdown(report: dict) -> str:
     for name, ref in report["baselines"].items():
         lines.append(f"| {name} (baseline) | {ref['mae']:.5f} | | | {ref['ssim']:.4f} | {ref['psnr']:.2f} | | "
                      f"{ref['repetition']:.3f} | |")
+    lines += ["", "Training stages (GRPO: reward -MAE, group 8 x 4 prompts, KL 1e-3; continued MLE: the same shipped "
+              f"model and training data for at least the mean GRPO training time, {report['matched_seconds']} s):", ""]
+    lines += [f"- {name}: `{command}`" for name, command in report["stage_commands"].items()]
     return "\n".join(lines) + "\n"
 
 
@@ -175,6 +178,9 @@ def main(argv: list[str] | None = None) -> dict:
     seconds["mle_continued"] = json.loads((mle / "card.json").read_text())["train_seconds_this_run"]
     models = {"mle_base": base, "mle_continued": str(mle), **{name: str(out) for name, out in grpo_runs.items()}}
     report = evaluate_models(models, args)
+    # each training stage's own command (a stage may have been run by hand, e.g. seeds in parallel)
+    report["stage_commands"] = {name: json.loads((Path(d) / "card.json").read_text()).get("command")
+                                for name, d in models.items() if name != "mle_base"}
     report.update(layout=args.layout, training_seconds=seconds, matched_seconds=round(matched, 1),
                   command="python -m benchmarks.grpo_pusht " + " ".join(argv if argv is not None else sys.argv[1:]),
                   machine=f"{platform.machine()}, {platform.processor() or 'CPU'}, {args.threads} threads",
