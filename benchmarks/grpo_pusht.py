@@ -97,9 +97,8 @@ def plot(report: dict, runs: dict[str, Path], path: Path) -> None:
     for name, directory in runs.items():
         rows = [json.loads(line) for line in (directory / "log.jsonl").read_text().splitlines()]
         rows = [r for r in rows if "reward" in r]
-        steps = [r["step"] for r in rows]
-        reward = np.convolve([r["reward"] for r in rows], np.ones(10) / 10, mode="same")
-        left.plot(steps, reward, label=name)
+        reward = np.convolve([r["reward"] for r in rows], np.ones(10) / 10, mode="valid")
+        left.plot([r["step"] for r in rows][9:], reward, label=name)
     left.set(xlabel="GRPO step", ylabel="training reward (-MAE), 10-step mean", title="GRPO training reward")
     left.legend(fontsize=8)
     names = list(report["models"])
