@@ -163,14 +163,22 @@ def test_model_whose_vocabulary_is_not_the_tasks_fails_naming_both(tmp_path):
         main(args)
 
 
-def test_two_steps_improve_nothing_silently_and_write_a_card(tiny_setup, tmp_path):
-    """A short run end to end in-process: card with start and final held-out metrics."""
+@pytest.mark.parametrize("extra", [(), ("--lora-r", "4")], ids=["full", "lora"])
+def test_two_steps_end_to_end_write_a_card_and_a_plain_model(tiny_setup, tmp_path, extra):
+    """A short run in-process: a card with start and final held-out metrics, and a model
+    that loads as a plain causal LM (LoRA merged)."""
+    from transformers import LlamaForCausalLM
+
     from trainers.grpo import main, parse_args
 
     model, data = tiny_setup
-    args = parse_args(_command(model, data, tmp_path / "run", 2)[3:])
+    args = parse_args(_command(model, data, tmp_path / "run", 2, extra)[3:])
     card = main(args)
     assert card["steps"] == 2
+    assert card["command"].startswith("python -m trainers.grpo --env-kwargs reward=mae data_dir=")
+    assert ("--lora-r 4" in card["command"]) == bool(extra)
+    loaded = LlamaForCausalLM.from_pretrained(tmp_path / "run")
+    assert not any("lora" in name for name, _ in loaded.named_parameters())
     for key in ("start", "final"):
         assert set(card[key]) == {"greedy", "sampled"}
         assert np.isfinite(card[key]["sampled"]["mae"])

@@ -47,3 +47,21 @@ def parse_env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[key] = value
     return out
+
+
+def command_line(program: str, args: Any) -> str:
+    """The command that reproduces `args` (its non-default fields as flags), whoever called
+    the trainer: a card must not record the caller's own command line."""
+    defaults, parts = type(args)(), [program]
+    for f in dataclasses.fields(args):
+        value = getattr(args, f.name)
+        if value == getattr(defaults, f.name):
+            continue
+        flag = f"--{f.name.replace('_', '-')}"
+        if isinstance(value, bool):
+            parts.append(flag)
+        elif isinstance(value, tuple):
+            parts.append(" ".join([flag, *map(str, value)]))
+        else:
+            parts.append(f"{flag} {value}")
+    return " ".join(parts)

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import json
 import platform
-import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from trainers.common import add_dataclass_arguments, dataclass_from_namespace, parse_dataclass_args
+from trainers.common import add_dataclass_arguments, command_line, dataclass_from_namespace, parse_dataclass_args
 
 ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
 METRICS = ("mae", "mse", "psnr", "ssim", "repetition")
@@ -173,7 +172,7 @@ def main(args: Args) -> dict:
                 summary["mae_change_percent"] = 100 * (summary["mae"] / float(reference["mae"].mean()) - 1)
             results["models"][name][mode] = summary
     results.update(total_seconds=round(time.perf_counter() - started, 1), args=asdict(args),
-                   command="rlvr-world demo " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["demo"] else sys.argv[1:]),
+                   command=command_line("rlvr-world demo", args),
                    machine=f"{platform.machine()}, {args.threads} threads, CPU")
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     frames_figure(task, indices, {"MLE base": base, "RLVR (GRPO)": rlvr}, out / "frames.png")

@@ -29,12 +29,13 @@ import json
 import os
 import platform
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from trainers.common import command_line
 
 #: seed of the PushT episodes GRPO trains on when no data_dir is given (held-out set: 10000)
 TRAIN_EPISODES_SEED = 20_000
@@ -326,7 +327,7 @@ def train(args) -> dict:
     final = model.merge_and_unload() if args.lora_r else model
     save_world_model(final, str(out))
     card = {"what": f"GRPO post-training of {started_from} on {args.env_id}",
-            "command": "python -m trainers.grpo " + " ".join(sys.argv[1:]),
+            "command": command_line("python -m trainers.grpo", args),
             "args": dataclasses.asdict(args), "started_from": started_from, "steps": step,
             "train_seconds_this_run": round(seconds, 1), "reward_failures": failures, "held_out_transitions": len(eval_indices),
             "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, CPU",

@@ -64,7 +64,8 @@ def _cache_argument(model) -> str:
     """transformers 5 names the KV cache `cache`; earlier versions `past_key_values`."""
     import inspect
 
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # a peft wrapper takes **kwargs
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
 
 
 def _kv_cache(output):
