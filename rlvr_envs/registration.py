@@ -54,7 +54,8 @@ class EnvEntry:
 
 TEXT_GAME = "rlvr_envs.text_game.task"
 #: the shipped PushT compressed tokenizer (kept here as a path so registering imports no torch)
-PUSHT_COMPRESSED_TOKENIZER = str(Path(__file__).resolve().parent / "assets" / "video" / "pusht_compressed_tokenizer")
+VIDEO_ASSETS = Path(__file__).resolve().parent / "assets" / "video"
+PUSHT_COMPRESSED_TOKENIZER = str(VIDEO_ASSETS / "pusht_compressed_tokenizer")
 ENVS: tuple[EnvEntry, ...] = (
     EnvEntry("RLVRWorld/TextGame-v0", f"{TEXT_GAME}:ByteSized32Task",
              "ByteSized32 text-game state prediction", {"reward": "binary"}),
@@ -91,11 +92,15 @@ ENVS: tuple[EnvEntry, ...] = (
 
 
 #: learned simulators: a world model wrapped as the original task's env (plain gymnasium envs,
-#: not next-state-prediction tasks): id -> (entry point, description)
-SIMULATORS: dict[str, tuple[str, str]] = {
+#: not next-state-prediction tasks): id -> (entry point, description, fixed arguments)
+LEARNED_SIM = "rlvr_envs.simulators.learned:LearnedPushTSim"
+SIMULATORS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "RLVRWorld/PushT-LearnedSim-v0": (
-        "rlvr_envs.simulators.learned:LearnedPushTSim",
-        "PushT simulated by the shipped single-step world model (action: a chunk of 5 targets; `model=` for another)"),
+        LEARNED_SIM, "PushT simulated by the shipped MLE single-step world model (action: a chunk of 5 targets; "
+        "`model=` for another)", {}),
+    "RLVRWorld/PushT-LearnedSim-RLVR-v0": (
+        LEARNED_SIM, "PushT simulated by the shipped GRPO-post-trained single-step world model",
+        {"model": str(VIDEO_ASSETS / "pusht_single_step_rlvr_model")}),
 }
 
 
@@ -107,9 +112,9 @@ def register_envs() -> None:
         if entry.id not in gym.registry:
             gym.register(entry.id, entry_point=ENTRY_POINT, vector_entry_point=VECTOR_ENTRY_POINT,
                          kwargs={"task": entry.task, **entry.kwargs})
-    for env_id, (entry_point, _) in SIMULATORS.items():
+    for env_id, (entry_point, _, kwargs) in SIMULATORS.items():
         if env_id not in gym.registry:
-            gym.register(env_id, entry_point=entry_point)
+            gym.register(env_id, entry_point=entry_point, kwargs=kwargs)
 
 
 def entry(env_id: str) -> EnvEntry:
@@ -124,5 +129,5 @@ def markdown_table() -> str:
     lines = ["| id | modality | reward | what |", "|---|---|---|---|"]
     lines += [f"| `{e.id}` | {e.modality} | {e.reward} | {e.description} |" for e in ENVS]
     lines += [f"| `{env_id}` | learned simulator | success judged from the predicted frame | {what} |"
-              for env_id, (_, what) in SIMULATORS.items()]
+              for env_id, (_, what, _) in SIMULATORS.items()]
     return "\n".join(lines)

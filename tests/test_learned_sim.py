@@ -163,3 +163,16 @@ def test_registered_learned_sim_runs_the_shipped_model():
     obs, reward, terminated, truncated, info = env.step(np.full((5, 2), 256.0))
     assert obs.shape == (64, 64, 3) and np.isfinite(reward)
     env.close()
+
+
+def test_registered_rlvr_learned_sim_uses_the_shipped_grpo_model():
+    import gymnasium as gym
+
+    import rlvr_envs  # noqa: F401
+
+    env = gym.make("RLVRWorld/PushT-LearnedSim-RLVR-v0", max_steps=1)
+    assert "rlvr" in str(env.spec.kwargs["model"])
+    obs, _ = env.reset(seed=0)
+    obs, *_ = env.step(np.full((5, 2), 256.0))
+    assert obs.shape == (64, 64, 3)
+    env.close()
