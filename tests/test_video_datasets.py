@@ -17,7 +17,8 @@ import pytest
 import rlvr_envs  # noqa: F401  (registers the ids)
 from rlvr_envs.core.errors import DataError
 from rlvr_envs.registration import entry
-from rlvr_envs.video.task import VideoPredictionTask, VideoTaskConfig, resize_frames, shipped_world_model
+from rlvr_envs.video.sources import resize_frames
+from rlvr_envs.video.task import VideoPredictionTask, VideoTaskConfig, shipped_world_model
 from tests.samples import (generated_deformable_dir, generated_rt1_dir, shared_data_or_skip, untrained_tokenizer_dir,
                            video_fixture_kwargs, write_action_ranges)
 

@@ -157,7 +157,7 @@ class CEMPlanner:
         def cost(actions: np.ndarray) -> np.ndarray:
             final = self.simulator.rollout(actions, start=start, frames="last")
             if final.shape[1:3] != observation.goal.shape[:2]:
-                from rlvr_envs.video.task import resize_frames
+                from rlvr_envs.video.sources import resize_frames
 
                 final = resize_frames(final, observation.goal.shape[:2])
             return ((self.embed(final) - goal) ** 2).mean(axis=1)

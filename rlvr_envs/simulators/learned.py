@@ -130,7 +130,8 @@ class LearnedPushTSim(gym.Env):
                  device: str = "cpu"):
         from rlvr_envs.video.frame_tokenizer import FrameTokenizer
         from rlvr_envs.video.layout import SingleStepLayout, VideoVocabulary
-        from rlvr_envs.video.task import default_tokenizer_dir, pusht_action_bins, shipped_world_model_dir
+        from rlvr_envs.video.sources import pusht_action_bins
+        from rlvr_envs.video.task import default_tokenizer_dir, shipped_world_model_dir
         from rlvr_envs.video.world_model import load_world_model
 
         if reward not in REWARDS:
@@ -201,7 +202,7 @@ class LearnedPushTSim(gym.Env):
         return self._fit(render_frame(env)[None])[0]
 
     def _fit(self, frames: np.ndarray) -> np.ndarray:
-        from rlvr_envs.video.task import resize_frames
+        from rlvr_envs.video.sources import resize_frames
 
         frames = np.asarray(frames)
         if frames.ndim != 4 or frames.shape[-1] != 3 or frames.dtype != np.uint8:
