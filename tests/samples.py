@@ -124,26 +124,31 @@ def rt1_fixture_episode(seed: int, frames):
     return frames, actions, expected
 
 
-def write_rlds_shard(path: Path, episodes) -> Path:
-    """One `tf.train.Example` per episode with flattened `steps/...` keys and PNG-encoded
-    images, as RT-1's RLDS TFRecord shards store them (written with `tfrecord`'s writer)."""
+def png_bytes(array) -> bytes:
+    """A frame (uint8 [H, W, 3]) PNG-encoded, as RT-1's RLDS shards store images."""
     import io
 
-    import numpy as np
     from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.fromarray(array).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def write_rlds_shard(path: Path, episodes, mutate=None) -> Path:
+    """One `tf.train.Example` per episode with flattened `steps/...` keys and PNG-encoded
+    images, as RT-1's RLDS TFRecord shards store them (written with `tfrecord`'s writer).
+    `mutate(number, datum)` may corrupt an episode's record before it is written."""
+    import numpy as np
     from tfrecord import TFRecordWriter
 
-    def png(array) -> bytes:
-        buffer = io.BytesIO()
-        Image.fromarray(array).save(buffer, format="PNG")
-        return buffer.getvalue()
-
     writer = TFRecordWriter(str(path))
-    for frames, actions, _ in episodes:
+    for number, (frames, actions, _) in enumerate(episodes):
         steps = frames.shape[0]
         datum = {
-            "steps/observation/image": ([png(f) for f in frames], "byte"),
+            "steps/observation/image": ([png_bytes(f) for f in frames], "byte"),
             "steps/observation/natural_language_instruction": ([b"pick coke can"] * steps, "byte"),
+            "steps/observation/natural_language_embedding": (np.zeros(steps * 512, np.float32), "float"),
             "steps/is_first": ([1] + [0] * (steps - 1), "int"),
             "steps/is_last": ([0] * (steps - 1) + [1], "int"),
             "steps/is_terminal": ([0] * (steps - 1) + [1], "int"),
@@ -151,6 +156,8 @@ def write_rlds_shard(path: Path, episodes) -> Path:
         }
         for name, values in actions.items():
             datum[f"steps/action/{name}"] = (values.ravel(), "int" if values.dtype == np.int64 else "float")
+        if mutate is not None:
+            mutate(number, datum)
         writer.write(datum)
     writer.close()
     return path

@@ -15,66 +15,19 @@ from rlvr_envs.core.errors import DataError
 from rlvr_envs.video import rt1
 from rlvr_envs.video.frames import FrameWindowDataset, WindowSpec
 from rlvr_envs.video.rt1 import ACTION_DIM, ACTION_NAMES, RT1FormatError, ShardFramingError
+from tests.samples import png_bytes, rt1_fixture_episode, write_rlds_shard
 
 HEIGHT, WIDTH = rt1.IMAGE_SHAPE[:2]
-# Written deliberately in non-alphabetical order: the reader must sort, not trust file order.
-ACTION_LAYOUT = [("world_vector", 3), ("terminate_episode", 3), ("rotation_delta", 3),
-                 ("gripper_closedness_action", 1), ("base_displacement_vertical_rotation", 1),
-                 ("base_displacement_vector", 2)]
-
-
-def _png(array: np.ndarray) -> bytes:
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    Image.fromarray(array).save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 def make_episode(seed: int, steps: int = 3):
     """Frames (smooth, so PNGs stay small), per-key actions and the expected 13-dim matrix."""
-    rng = np.random.default_rng(seed)
     ys, xs = np.mgrid[0:HEIGHT, 0:WIDTH]
     frames = np.stack([
         np.stack([(xs + 7 * t + seed) % 256, (ys + 3 * t) % 256, np.full_like(xs, 40 * seed % 256)], -1)
         for t in range(steps)
     ]).astype(np.uint8)
-    actions = {}
-    for name, dim in ACTION_LAYOUT:
-        if name == "terminate_episode":
-            onehot = np.zeros((steps, dim), dtype=np.int64)
-            onehot[:, 1] = 1
-            onehot[-1] = [1, 0, 0]
-            actions[name] = onehot
-        else:
-            actions[name] = rng.uniform(-1, 1, size=(steps, dim)).astype(np.float32)
-    expected = np.concatenate([actions[name] for name in sorted(actions)], axis=1).astype(np.float32)
-    return frames, actions, expected
-
-
-def write_shard(path, episodes, mutate=None):
-    """One tf.train.Example per episode with flattened `steps/...` keys, as RLDS stores them."""
-    from tfrecord import TFRecordWriter
-
-    writer = TFRecordWriter(str(path))
-    for number, (frames, actions, _) in enumerate(episodes):
-        steps = frames.shape[0]
-        datum = {
-            "steps/observation/image": ([_png(f) for f in frames], "byte"),
-            "steps/observation/natural_language_instruction": ([b"pick coke can"] * steps, "byte"),
-            "steps/observation/natural_language_embedding": (np.zeros(steps * 512, np.float32), "float"),
-            "steps/is_first": ([1] + [0] * (steps - 1), "int"),
-            "steps/is_last": ([0] * (steps - 1) + [1], "int"),
-            "steps/is_terminal": ([0] * (steps - 1) + [1], "int"),
-            "steps/reward": (np.zeros(steps, np.float32), "float"),
-        }
-        for name, values in actions.items():
-            datum[f"steps/action/{name}"] = (values.ravel(), "int" if values.dtype == np.int64 else "float")
-        if mutate is not None:
-            mutate(number, datum)
-        writer.write(datum)
-    writer.close()
-    return path
+    return rt1_fixture_episode(seed, frames)
 
 
 @pytest.fixture
@@ -83,8 +36,8 @@ def shards(tmp_path):
     src = tmp_path / "rlds"
     src.mkdir()
     episodes = [make_episode(seed) for seed in range(5)]
-    write_shard(src / "fractal20220817_data-train.tfrecord-00000-of-00002", episodes[:3])
-    write_shard(src / "fractal20220817_data-train.tfrecord-00001-of-00002", episodes[3:])
+    write_rlds_shard(src / "fractal20220817_data-train.tfrecord-00000-of-00002", episodes[:3])
+    write_rlds_shard(src / "fractal20220817_data-train.tfrecord-00001-of-00002", episodes[3:])
     return src, episodes
 
 
@@ -120,7 +73,7 @@ def test_jpeg_images_decode_close_to_the_source(tmp_path):
             encoded.append(buffer.getvalue())
         datum["steps/observation/image"] = (encoded, "byte")
 
-    path = write_shard(tmp_path / "x.tfrecord-00000-of-00001", [(frames, actions, None)], mutate=as_jpeg)
+    path = write_rlds_shard(tmp_path / "x.tfrecord-00000-of-00001", [(frames, actions, None)], mutate=as_jpeg)
     episode = next(rt1.iter_rlds_episodes(path))
     assert np.abs(episode.image.astype(int) - frames).mean() < 3.0
 
@@ -202,7 +155,7 @@ def test_corrupt_record_raises_or_is_skipped_counted_and_reported(shards, tmp_pa
         (lambda n, d: d["steps/observation/image"][0].pop(), r"has 2 images for 3 steps"),
         (lambda n, d: d.pop("steps/action/gripper_closedness_action"),
          r"missing key\(s\) \['steps/action/gripper_closedness_action'\]"),
-        (lambda n, d: d.update({"steps/observation/image": ([_png(np.zeros((8, 8, 3), np.uint8))] * 3, "byte")}),
+        (lambda n, d: d.update({"steps/observation/image": ([png_bytes(np.zeros((8, 8, 3), np.uint8))] * 3, "byte")}),
          r"step 0: image shape \(8, 8, 3\)"),
         (lambda n, d: d.update({"steps/observation/image": ([b"not an image"] * 3, "byte")}),
          r"step 0: undecodable image"),
@@ -210,7 +163,7 @@ def test_corrupt_record_raises_or_is_skipped_counted_and_reported(shards, tmp_pa
 )
 def test_bad_episodes_name_file_and_episode(tmp_path, mutate, message):
     episodes = [make_episode(0), make_episode(1)]
-    path = write_shard(tmp_path / "bad.tfrecord-00000-of-00001", episodes,
+    path = write_rlds_shard(tmp_path / "bad.tfrecord-00000-of-00001", episodes,
                        mutate=lambda n, d: mutate(n, d) if n == 1 else None)
     with pytest.raises(RT1FormatError, match=message) as caught:
         list(rt1.iter_rlds_episodes(path))
@@ -226,7 +179,7 @@ def test_skip_mode_keeps_good_episodes_and_numbers(tmp_path):
 
     src = tmp_path / "rlds"
     src.mkdir()
-    write_shard(src / "s.tfrecord-00000-of-00001", episodes, mutate=nan_in_episode_one)
+    write_rlds_shard(src / "s.tfrecord-00000-of-00001", episodes, mutate=nan_in_episode_one)
     report = rt1.convert_rlds_to_npz(src, tmp_path / "npz", on_error="skip", progress=False)
     assert [item["episode"] for item in report.skipped] == [1]
     assert "non-finite action" in report.skipped[0]["reason"]
@@ -258,7 +211,7 @@ def test_cli_converts_by_default_and_accepts_convert_for_compatibility(shards, t
 
 def test_cli_functions_report_each_skip_location_once(tmp_path, capsys):
     episodes = [make_episode(seed) for seed in range(3)]
-    path = write_shard(tmp_path / "s.tfrecord-00000-of-00001", episodes, mutate=lambda n, d: d.update(
+    path = write_rlds_shard(tmp_path / "s.tfrecord-00000-of-00001", episodes, mutate=lambda n, d: d.update(
         {"steps/action/world_vector": (np.full(9, np.nan, np.float32), "float")}) if n != 1 else None)
     parser = argparse.ArgumentParser()
     rt1.add_data_arguments(parser)
@@ -293,7 +246,7 @@ def test_truncated_manifest_names_file_and_line(shards, tmp_path):
 def test_record_length_past_the_end_of_the_file_is_refused_before_allocating(tmp_path):
     from tfrecord.writer import TFRecordWriter
 
-    path = write_shard(tmp_path / "s.tfrecord-00000-of-00001", [make_episode(0)])
+    path = write_rlds_shard(tmp_path / "s.tfrecord-00000-of-00001", [make_episode(0)])
     length = struct.pack("<Q", 2**40)
     path.write_bytes(path.read_bytes() + length + TFRecordWriter.masked_crc(length) + b"\0" * 64)
     with pytest.raises(ShardFramingError, match=r"s.tfrecord-00000-of-00001: record 1: truncated: the header claims "
@@ -349,7 +302,7 @@ def _other_dataset_shard(path, episodes=2, steps=2):
     from tfrecord import TFRecordWriter
 
     writer = TFRecordWriter(str(path))
-    frame = _png(np.zeros((8, 8, 3), np.uint8))
+    frame = png_bytes(np.zeros((8, 8, 3), np.uint8))
     for _ in range(episodes):
         writer.write({
             "episode_metadata/file_path": ([b"/data/bridge/0.npy"], "byte"),
