@@ -33,7 +33,6 @@ What goes where:
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import os
 import time
@@ -96,8 +95,8 @@ def train(args: Args) -> dict[str, Any]:
     import torch
     from trl import GRPOTrainer
 
-    from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, format_report, held_out_indices
-    from trainers.sft import lora_config, save_final
+    from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, held_out_indices
+    from trainers.sft import finish_run, lora_config
 
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
@@ -127,12 +126,7 @@ def train(args: Args) -> dict[str, Any]:
         "processes": int(trainer.accelerator.num_processes),
         "seconds": time.perf_counter() - started}
     if trainer.is_world_process_zero():
-        results["final_model"] = str(save_final(trainer.model, train_task.tokenizer, out / "final"))
-        (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
-        print(f"{'step':>6}  held-out exact accuracy")
-        for record in evaluator.history:
-            report = {k.removeprefix("eval/"): v for k, v in record.items()}
-            print(f"{record['step'] // mu:>6}  {format_report(report)}")
+        finish_run(trainer, train_task, out, results, evaluator.history, steps_per_step=mu)
         print(f"zero-spread groups {100 * results['frac_zero_spread_groups']:.1f}%, reward failures "
               f"{reward.failures}; final model: {results['final_model']}")
     if torch.distributed.is_available() and torch.distributed.is_initialized():

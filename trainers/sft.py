@@ -246,7 +246,7 @@ def main(args: Args) -> dict[str, Any]:
     from trl import SFTConfig, SFTTrainer
 
     from rlvr_envs.integrations import task_from_env_id
-    from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, format_report, held_out_indices
+    from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, held_out_indices
     from rlvr_envs.integrations.trl import balanced_indices
 
     args.validate()
@@ -297,14 +297,23 @@ def main(args: Args) -> dict[str, Any]:
                                "resumed_from": resume_from, "eval": evaluator.history,
                                "seconds": time.perf_counter() - started}
     if trainer.is_world_process_zero():
-        results["final_model"] = str(save_final(trainer.model, train_task.tokenizer, out / "final"))
-        (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
-        print(f"{'step':>6}  held-out exact accuracy")
-        for record in evaluator.history:
-            report = {k.removeprefix("eval/"): v for k, v in record.items()}
-            print(f"{record['step']:>6}  {format_report(report)}")
+        finish_run(trainer, train_task, out, results, evaluator.history)
         print(f"final model: {results['final_model']} ({n_params / 1e6:.2f}M parameters)")
     return results
+
+
+def finish_run(trainer, task, out: Path, results: dict[str, Any], history: list[dict], steps_per_step: int = 1) -> None:
+    """Main process only: save the final model (LoRA merged) in `out/final`, write
+    `out/results.json` and print the held-out accuracy history (steps divided by
+    `steps_per_step`, GRPO's optimizer steps per sampled batch)."""
+    from rlvr_envs.integrations.hf import format_report
+
+    results["final_model"] = str(save_final(trainer.model, task.tokenizer, out / "final"))
+    (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
+    print(f"{'step':>6}  held-out exact accuracy")
+    for record in history:
+        report = {k.removeprefix("eval/"): v for k, v in record.items()}
+        print(f"{record['step'] // steps_per_step:>6}  {format_report(report)}")
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
