@@ -138,3 +138,29 @@ def test_plan_command_writes_results_and_gifs(tmp_path, capsys):
     report = json.loads((out / "results.json").read_text())
     assert set(report["summary"]) == {"random", "true_sim"} and len(report["episodes"]) == 2
     assert (out / "gifs" / "true_sim_000.gif").is_file()
+
+
+def test_plan_command_resume_keeps_finished_episodes(tmp_path):
+    import json
+
+    import pytest
+
+    from rlvr_envs.cli import main
+
+    out = tmp_path / "plan"
+    budget = ["--horizon", "1", "--samples", "4", "--top-k", "2", "--iterations", "1", "--rounds", "1",
+              "--heldout-episodes", "2", "--gifs", "0", "--out", str(out)]
+    assert main(["plan", "--planners", "random", "--episodes", "2", *budget]) == 0
+    first = json.loads((out / "results.json").read_text())["episodes"]
+    first[0]["seconds"] = 12345.0  # a marker: a resumed run must keep this row, not recompute it
+    report = json.loads((out / "results.json").read_text())
+    report["episodes"] = first
+    (out / "results.json").write_text(json.dumps(report))
+    assert main(["plan", "--planners", "random", "--episodes", "3", "--resume", *budget]) == 0
+    resumed = json.loads((out / "results.json").read_text())
+    assert [r["index"] for r in resumed["episodes"]] == [0, 1, 2]
+    assert resumed["episodes"][0]["seconds"] == 12345.0 and resumed["episodes"][:2] == first
+    assert resumed["summary"]["random"]["episodes"] == 3 and "--resume" in resumed["command"]
+    with pytest.raises(SystemExit, match="another budget"):
+        main(["plan", "--planners", "random", "--episodes", "3", "--resume", *budget[:-2], "--samples", "8",
+              "--out", str(out)])

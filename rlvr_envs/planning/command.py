@@ -5,8 +5,9 @@
     rlvr-world plan --planners base,rlvr --rlvr-model runs/grpo_pusht/final ...
 
 Writes OUT/results.json (config, per-episode rows, per-planner success with Wilson 95%
-intervals) and OUT/gifs/<planner>_<episode>.gif (real rollout beside the goal, and the
-learned simulator's prediction of the first plan) for the first `--gifs` episodes.
+intervals; rewritten after every episode, so `--resume` continues an interrupted run) and
+OUT/gifs/<planner>_<episode>.gif (real rollout beside the goal, and the learned simulator's
+prediction of the first plan) for the first `--gifs` episodes.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
     parser.add_argument("--gifs", type=int, default=2, help="GIFs for the first N episodes")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the episodes OUT/results.json already holds (same CEM/MPC budget) and run the rest")
     parser.add_argument("--out", required=True)
     parser.set_defaults(func=run)
 
@@ -64,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from tqdm.auto import tqdm
 
-    from rlvr_envs.planning.cem import (CEMConfig, CEMPlanner, MPCConfig, RandomPlanner, planning_tasks,
-                                        run_episode, success_summary)
+    from rlvr_envs.planning.cem import (CEMConfig, CEMPlanner, EpisodeResult, MPCConfig, RandomPlanner,
+                                        planning_tasks, run_episode, success_summary)
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
@@ -96,14 +99,22 @@ def run(args: argparse.Namespace) -> int:
             planners[name] = RandomPlanner(config)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    done = _previous_rows(out / "results.json", config, mpc) if args.resume else {}
     rows, summary = [], {}
     for name, planner in planners.items():
         results = []
         for task in tqdm(tasks, desc=f"plan {name}"):
+            if (planner.name, task.index) in done:
+                row = done[planner.name, task.index]
+                results.append(EpisodeResult(**{k: v for k, v in row.items() if k != "source"}))
+                rows.append(row)
+                continue
             record = task.index < args.gifs
             result = run_episode(real, planner, task, mpc, seed=args.seed, record=record)
             results.append(result)
             rows.append(result.as_dict() | {"source": task.source})
+            summary[name] = success_summary(results)
+            (out / "results.json").write_text(json.dumps(_report(args, config, mpc, data, summary, rows), indent=2) + "\n")
             if record:
                 goal = real.render_physics(task.goal)
                 strips = [result.frames, np.repeat(goal[None], len(result.frames), axis=0)]
@@ -116,9 +127,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _previous_rows(path: Path, config, mpc) -> dict:
+    """{(planner, episode index): row} of an earlier run in OUT with the same budget; {} if none."""
+    if not path.exists():
+        return {}
+    previous = json.loads(path.read_text())
+    if previous.get("cem") != vars(config) or previous.get("mpc") != vars(mpc):
+        raise SystemExit(f"--resume: {path} was made with another budget ({previous.get('cem')}, "
+                         f"{previous.get('mpc')}); use a new --out")
+    return {(row["planner"], row["index"]): row for row in previous.get("episodes", [])}
+
+
 def _report(args, config, mpc, data, summary, rows) -> dict:
-    return {"command": "rlvr-world plan " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items()
-                                                     if k != "func" and v is not None),
+    flags = [f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}") for k, v in vars(args).items()
+             if k != "func" and v is not None and v is not False]
+    return {"command": "rlvr-world plan " + " ".join(flags),
             "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "time": time.strftime("%Y-%m-%d %H:%M"),
             "cem": vars(config) if hasattr(config, "__dict__") else str(config), "mpc": vars(mpc), "data": str(data),
             "success": "DINO-WM eval_state on the real env: agent+block position error < 20 px, angle < pi/9",
