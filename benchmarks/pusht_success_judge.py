@@ -66,6 +66,7 @@ def main(argv=None) -> int:
         "position_error_px_median": float(np.nanmedian([r["position_error"] for r in rows])),
         "angle_error_deg_median": float(np.nanmedian([r["angle_error_deg"] for r in rows])),
         "seconds_per_frame": seconds / max(1, len(rows)),
+        "by_success_coverage": by_threshold(rows, (0.5, 0.7, 0.8, 0.85, 0.9, 0.95)),
     }
     report = {"command": "python -m benchmarks.pusht_success_judge " + " ".join(argv or []),
               "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "time": time.strftime("%Y-%m-%d %H:%M"),
@@ -81,9 +82,26 @@ def main(argv=None) -> int:
         f"| {summary['frames']} | {summary['agreement']:.3f} | {summary['near_threshold_frames']} | "
         f"{summary['near_threshold_agreement'] if summary['near_threshold_agreement'] is None else round(summary['near_threshold_agreement'], 3)} | "
         f"{summary['coverage_mae']:.4f} | {summary['position_error_px_median']:.2f}, {summary['angle_error_deg_median']:.2f} |\n\n"
-        f"Confusion (env vs judge success): {summary['confusion']}\n")
+        f"Confusion (env vs judge success): {summary['confusion']}\n\n"
+        "Success at other coverage bars (env: true coverage > bar; judge: judged coverage > bar). Real2Sim "
+        "(`rlvr-world policy-eval --success-coverage`) uses 0.8, the highest bar the judge reads reliably here:\n\n"
+        "| bar | env successes | agreement | judge precision | judge recall |\n|---|---|---|---|---|\n"
+        + "".join(f"| {b['success_coverage']} | {b['env_successes']} | {b['agreement']:.3f} | {b['precision']:.3f} | "
+                  f"{b['recall']:.3f} |\n" for b in summary["by_success_coverage"]))
     print(json.dumps(summary, indent=2))
     return 0
+
+
+def by_threshold(rows: list[dict], bars) -> list[dict]:
+    """Agreement, precision and recall of judged vs true success at several coverage bars."""
+    table = []
+    for bar in bars:
+        env = np.array([r["coverage"] > bar for r in rows])
+        judge = np.array([r["judged"] > bar for r in rows])
+        hits = int((env & judge).sum())
+        table.append({"success_coverage": bar, "env_successes": int(env.sum()), "agreement": float((env == judge).mean()),
+                      "precision": hits / max(1, int(judge.sum())), "recall": hits / max(1, int(env.sum()))})
+    return table
 
 
 if __name__ == "__main__":
