@@ -101,6 +101,10 @@ SIMULATORS: dict[str, tuple[str, str, dict[str, Any]]] = {
     "RLVRWorld/PushT-LearnedSim-RLVR-v0": (
         LEARNED_SIM, "PushT simulated by the shipped GRPO-post-trained single-step world model",
         {"model": str(VIDEO_ASSETS / "pusht_single_step_rlvr_model")}),
+    "RLVRWorld/MiniWeb-Goal-v0": (
+        "rlvr_envs.web.goals:MiniWebGoalEnv",
+        "MiniWeb goal tasks for web agents, an agent env and not a learned simulator "
+        "(action: a WebArena action string; reward 1 when the goal holds on the true site state)", {}),
 }
 
 

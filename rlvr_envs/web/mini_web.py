@@ -20,6 +20,12 @@ list (items leave and enter the viewport), and clicking plain text changes nothi
 Node ids grow like browser backend ids (new nodes get fresh, larger ids; a page reached
 again with `go_back` keeps its old ids).
 
+Besides the page, a browser keeps what the site's server would (`SiteState`: products in
+the cart, searches, votes, submitted forms, deleted records), so goal tasks
+(`rlvr_envs.web.goals`) check the true outcome of an episode, not the text of its last page.
+`Browser.apply` performs a given WebArena action string and rejects, with a reason
+(`ActionError`), anything outside the page's current affordances.
+
 A transition is a pure function of (config, seed, index): a seeded generator builds a
 page, applies up to `config.history` random earlier actions (which become the
 `previous_actions`), records the tree, applies one more random action and records the
@@ -32,6 +38,8 @@ from __future__ import annotations
 
 import copy
 import random
+import re
+import string
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,6 +89,85 @@ class MiniWebConfig:
             raise ValueError(f"history must be in [0, 10], got {self.history}")
 
 
+@dataclass(frozen=True)
+class Submission:
+    """One form the site accepted: which form (the page title, or the dialog's name), the
+    text of each field ('' when empty) and the state of each checkbox."""
+
+    form: str
+    fields: dict[str, str]
+    checks: dict[str, bool]
+
+
+@dataclass
+class SiteState:
+    """What the site's server keeps, in order of the actions that changed it (the page
+    shows only part of it, and `go_back` restores pages, not this)."""
+
+    cart: list[str] = field(default_factory=list)  #: names of the products added to the cart
+    searches: list[str] = field(default_factory=list)  #: queries searched for
+    votes: dict[int, tuple[str, bool]] = field(default_factory=dict)  #: upvote button id -> (post title, upvoted)
+    submissions: list[Submission] = field(default_factory=list)  #: forms accepted
+    deleted: list[str] = field(default_factory=list)  #: names of the deleted records
+
+
+class ActionError(ValueError):
+    """An action string the page cannot take; the message is the reason."""
+
+
+#: the verbs MiniWeb performs (WebArena has more: press, new_tab, goto, stop, ...)
+VERBS = ("click", "type", "hover", "scroll", "go_back")
+#: characters a page, a typed text or an action may hold (printable ASCII, tab and newline)
+CHARSET = string.printable
+MAX_ACTION_CHARS = 2_000
+MAX_TYPED_CHARS = 200
+_TYPED_CHARS = frozenset(CHARSET) - frozenset("\t\n\r\x0b\x0c")
+_WHERE = r"(?:\s+where\b.*)?"
+_ACTION_FORMS = {
+    "click": re.compile(r"click\s*\[\s*(\d+)\s*\]" + _WHERE, re.S),
+    "hover": re.compile(r"hover\s*\[\s*(\d+)\s*\]" + _WHERE, re.S),
+    "type": re.compile(r"type\s*\[\s*(\d+)\s*\]\s*\[(.*?)\](?:\s*\[([01])\])?" + _WHERE, re.S),
+    "scroll": re.compile(r"scroll\s*\[\s*(down|up)\s*\]", re.S),
+    "go_back": re.compile(r"go_back", re.S),
+}
+_FORMS_HELP = "click [id], type [id] [text] [0|1], hover [id], scroll [down|up] or go_back"
+
+
+def parse_action(action: Any) -> tuple[str, int | str | None, str | None, bool]:
+    """(verb, target id or scroll direction, typed text, press Enter) of a WebArena action
+    string; raises `ActionError` saying why not. A trailing `where [id] is ...` is ignored;
+    `type` presses Enter unless `[0]` follows the text (WebArena's default)."""
+    if not isinstance(action, str):
+        raise ActionError(f"an action is a string, got {type(action).__name__}")
+    text = action.strip()
+    if not text:
+        raise ActionError("empty action")
+    if len(text) > MAX_ACTION_CHARS:
+        raise ActionError(f"action longer than {MAX_ACTION_CHARS} characters")
+    verb = re.match(r"[A-Za-z_]*", text).group(0)
+    form = _ACTION_FORMS.get(verb)
+    if form is None:
+        raise ActionError(f"unsupported action {verb or text[:20]!r}: MiniWeb takes {_FORMS_HELP}")
+    match = form.fullmatch(text)
+    if match is None:
+        raise ActionError(f"malformed {verb} action {text[:80]!r}: write {_FORMS_HELP}")
+    if verb == "go_back":
+        return verb, None, None, False
+    if verb == "scroll":
+        return verb, match.group(1), None, False
+    if verb != "type":
+        return verb, int(match.group(1)), None, False
+    typed = match.group(2)
+    if not typed.strip():
+        raise ActionError("type needs a non-empty text")
+    if len(typed) > MAX_TYPED_CHARS:
+        raise ActionError(f"typed text longer than {MAX_TYPED_CHARS} characters")
+    bad = sorted(set(typed) - _TYPED_CHARS)
+    if bad:
+        raise ActionError(f"typed text holds characters a page cannot show: {''.join(bad)[:10]!r}")
+    return verb, int(match.group(1)), typed, match.group(3) != "0"
+
+
 @dataclass
 class Node:
     """A DOM node: what the tree shows (`role`, `name`, `attrs`) plus how it behaves."""
@@ -112,6 +199,7 @@ class _Browser:
         self.site = rng.choice(config.sites)
         self.history: list[tuple[str, str, Node]] = []
         self.cart = 0
+        self.state = SiteState()
         self.root = self.node("RootWebArea", "", {"focused": "True"})
         self.root.children = self.header()
         self.main = self.node("main", "")
@@ -306,29 +394,77 @@ class _Browser:
         return next((n for n, _ in self.main.walk() if "rows" in n.data), None)
 
     def act(self) -> str:
+        """Take a random affordance (the generator's actions); returns its action string."""
         options = self.affordances()
         weight, verb, target = self.rng.choices(options, weights=[o[0] for o in options])[0]
+        text, enter = self.typed_text(target) if verb == "type" else (None, False)
+        return self.execute(verb, target, text, enter)
+
+    @staticmethod
+    def format_action(verb: str, target: Any, text: str | None = None, enter: bool = False) -> str:
+        """The WebArena action string of an affordance; the target is described as it is
+        now, i.e. as it was when the action was chosen."""
         if verb == "scroll":
-            self.scroll(target)
             return f"scroll [{target}]"
         if verb == "go_back":
+            return "go_back"
+        where = f"where [{target.id}] is {target.describe()}"
+        if verb == "type":
+            return f"type [{target.id}] [{text}] [{int(enter)}] {where}"
+        return f"{verb} [{target.id}] {where}"
+
+    def execute(self, verb: str, target: Any, text: str | None = None, enter: bool = False) -> str:
+        """Perform one affordance (`verb`, `target` as `affordances` gives them); returns its
+        action string."""
+        action = self.format_action(verb, target, text, enter)
+        if verb == "scroll":
+            self.scroll(target)
+        elif verb == "go_back":
             url, title, main = self.history.pop()
             self.url, self.title, self.root.name = url, title, title
             self.main.children = main.children
             self.close_dialog()
-            return "go_back"
-        # WebArena describes the target as it was when the action was chosen
-        where = f"where [{target.id}] is {target.describe()}"
-        if verb == "type":
-            text, enter = self.typed_text(target)
+        elif verb == "type":
             self.type(target, text, enter)
-            return f"type [{target.id}] [{text}] [{int(enter)}] {where}"
-        described = f"[{target.id}] {where}"
-        if verb == "hover":
+        elif verb == "hover":
             self.open_menu(target)
-            return f"hover {described}"
-        self.click(target)
-        return f"click {described}"
+        else:
+            self.click(target)
+        return action
+
+    def resolve(self, action: str) -> tuple[str, Any, str | None, bool]:
+        """(verb, target, text, enter) of an action string the page affords now; raises
+        `ActionError` with the reason otherwise (malformed, unknown id, a verb the element
+        does not take, an element behind the open dialog, nothing to scroll or go back to)."""
+        verb, ref, text, enter = parse_action(action)
+        options = self.affordances()
+        if verb == "go_back":
+            if not self.history:
+                raise ActionError("go_back: there is no earlier page in this tab")
+            return verb, None, None, False
+        if verb == "scroll":
+            if not any(v == "scroll" and t == ref for _, v, t in options):
+                raise ActionError(f"scroll [{ref}]: nothing on this page scrolls")
+            return verb, ref, None, False
+        node = next((n for n, _ in self.root.walk() if n.id == ref), None)
+        if node is None:
+            raise ActionError(f"{verb} [{ref}]: no element [{ref}] on the page")
+        takes = sorted({v for _, v, t in options if t is node})
+        label = f"[{ref}] {node.role} {node.name!r}"
+        if not takes:
+            dialog = next((n for n in self.root.children if n.role == "dialog"), None)
+            if dialog is not None and not any(n is node for n, _ in dialog.walk()):
+                raise ActionError(f"{verb} [{ref}]: {label} is behind the open dialog {dialog.name!r}; close it first")
+            raise ActionError(f"{verb} [{ref}]: {label} takes no action")
+        if verb not in takes:
+            raise ActionError(f"{verb} [{ref}]: {label} takes {' or '.join(takes)}, not {verb}")
+        return verb, node, text, enter
+
+    def apply(self, action: str) -> str:
+        """Perform a given WebArena action string; returns it written out as the generator
+        writes actions (`... where [id] is ...`). Raises `ActionError`, leaving the page
+        and the random state untouched, when the page does not afford it."""
+        return self.execute(*self.resolve(action))
 
     def typed_text(self, node: Node) -> tuple[str, bool]:
         if node.behavior == "search":
@@ -359,6 +495,7 @@ class _Browser:
     def search(self, box: Node) -> None:
         query = box.children[0].name if box.children else ""
         if query:
+            self.state.searches.append(query)
             self.open_page("search", query)
 
     def click(self, node: Node) -> None:
@@ -370,6 +507,7 @@ class _Browser:
             self.search(box)
         elif b == "cart":
             self.cart += 1
+            self.state.cart.append(node.data["product"]["name"])
             cart = next((n for n, _ in self.root.walk() if n.name.startswith(" My Cart")), None)
             if cart is not None:
                 cart.name = f" My Cart {self.cart}"
@@ -386,6 +524,7 @@ class _Browser:
         elif b == "delete":
             row, table = self.find(node.id)[1], self.list_container()
             table.data["rows"] = [r for r in table.data["rows"] if r.id != row.id]
+            self.state.deleted.append(row.children[0].name)
             self.relayout(table)
             heading = self.main.children[0]
             heading.name = f"{len(table.data['rows'])} records found"
@@ -397,6 +536,8 @@ class _Browser:
             voted = node.name == "Upvote"
             score.name = str(int(score.name) + (1 if voted else -1))
             node.name = "Retract upvote" if voted else "Upvote"
+            title = next((c.name for c in parent.children if c.role in ("link", "heading")), "")
+            self.state.votes[node.id] = (title, voted)
         elif b == "sort":
             self.toggle_listbox(node)
         elif b == "option":
@@ -420,6 +561,11 @@ class _Browser:
         empty = [n for n in parent.children if n.behavior == "field" and n.attrs.get("required") == "True"
                  and not n.children]
         if not empty:
+            fields = {n.name: n.children[0].name if n.children else "" for n in parent.children
+                      if n.behavior == "field"}
+            checks = {n.name: n.attrs.get("checked") == "true" for n in parent.children if n.behavior == "checkbox"}
+            form = parent.name if parent.role == "dialog" else self.title
+            self.state.submissions.append(Submission(form, fields, checks))
             self.open_page("thanks")
             return
         for field_node in empty:
@@ -493,6 +639,10 @@ class _Browser:
             "admin": (f"Delete the customer named {user.title()}", f"Update the phone number of {user.title()}",
                       f"How many customers are registered with an example.com email?"),
         }[self.site])
+
+
+#: the simulator (one tab of a generated site), public for the goal tasks
+Browser = _Browser
 
 
 def generate(config: MiniWebConfig, seed: int, index: int) -> dict[str, Any]:
