@@ -1,0 +1,718 @@
+"""README's Results block, generated from the committed benchmark results.
+
+    python -m benchmarks.readme_results           # rewrite README.md between the results markers
+    python -m benchmarks.readme_results --check   # exit 1 with a unified diff when README is stale
+
+Every number in the block is read from a JSON file under benchmarks/results/ (a few
+descriptive ones from the shipped models' `card.json`) and formatted here; the sentences
+that compare numbers ("beats", "not met") are decided from those numbers too. Each
+subsection names its results file and the command that wrote it (the file's own `command`
+field); a subsection whose file is absent says "not yet measured" and which command writes
+it. Only the text between `<!-- results -->` and `<!-- /results -->` is touched.
+tests/test_readme_results.py keeps README in sync with `render()`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import math
+import re
+import sys
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"  #: read at call time, so tests can point it elsewhere
+ASSETS = ROOT / "rlvr_envs" / "assets" / "video"  #: the shipped models' cards
+README = ROOT / "README.md"
+SHOWN = "benchmarks/results"  #: how a results path is written in README, whatever RESULTS is
+START, END = "<!-- results -->", "<!-- /results -->"
+NOT_MEASURED = "not yet measured"
+WIDTH = 95  #: prose is wrapped like the rest of README; tables, pictures and comments are not
+
+# Targets set by the issues (not measurements): the verdicts below compare results with them.
+GOAL_KV_SPEEDUP = 5.0  #: KV-cached generation at least this many times faster than uncached
+GOAL_ENV_OVERHEAD_PCT = 5.0  #: env step overhead over the bare verifier, at most
+GOAL_BATCHED_REWARD_SPEEDUP = 5.0  #: batched -(L1+LPIPS) vs per-frame calls, at least
+
+
+# -- formatting ------------------------------------------------------------------------------
+
+def _nan(x: Any) -> bool:
+    return x is None or (isinstance(x, float) and math.isnan(x))
+
+
+def _p(p: float | None) -> str:
+    """A p-value: two decimals from 0.01 up, else one significant digit (3e-39)."""
+    if _nan(p):
+        return "n/a"
+    if p >= 0.01:
+        return f"{p:.2f}"
+    return _sci(p)
+
+
+def _sci(x: float) -> str:
+    """1e-3 rather than 1e-03."""
+    mantissa, exponent = f"{x:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _change(percent: float) -> str:
+    return f"{percent:+.1f}%".replace("+-", "-")
+
+
+def _rate(fraction: float) -> str:
+    """A fraction as a percentage: 34.5%, with 0% and 100% written plainly."""
+    if fraction in (0.0, 1.0):
+        return f"{fraction * 100:.0f}%"
+    return f"{fraction * 100:.1f}%"
+
+
+def _k(per_second: float) -> str:
+    return f"{per_second / 1000:.1f}k"
+
+
+def _minutes_seconds(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s"
+
+
+def _minutes_range(seconds: list[float]) -> str:
+    low, high = round(min(seconds) / 60), round(max(seconds) / 60)
+    return f"{low}" if low == high else f"{low}-{high}"
+
+
+def _seconds_range(seconds: list[float]) -> str:
+    low, high = min(seconds), max(seconds)
+    return f"{low:.1f}" if f"{low:.1f}" == f"{high:.1f}" else f"{low:.1f}-{high:.1f}"
+
+
+def _flag(command: str, name: str) -> str | None:
+    """The value of `--name` in a recorded command line, if it is there."""
+    found = re.search(rf"(?:^|\s){re.escape(name)}\s+(\S+)", command or "")
+    return found.group(1) if found else None
+
+
+def _shown(relative: str) -> str:
+    return f"`{SHOWN}/{relative}`"
+
+
+def _table(header: list[str], align: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _machine(data: dict) -> str:
+    """A results file's machine, as one string (metrics_throughput records a dict)."""
+    machine = data.get("machine", "")
+    if isinstance(machine, dict):
+        parts = [machine.get("cpu"), f"{machine['cpu_count']} cores" if "cpu_count" in machine else None,
+                 machine.get("device")]
+        return ", ".join(str(p) for p in parts if p)
+    return str(machine)
+
+
+# -- loading ---------------------------------------------------------------------------------
+
+def load(relative: str) -> dict | None:
+    """A results file under RESULTS, or None when it is absent."""
+    path = RESULTS / relative
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def card(model: str) -> dict:
+    """A shipped model's card.json ({} when absent)."""
+    path = ASSETS / model / "card.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+# -- sections --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Section:
+    """One subsection: its title, its results files (relative to RESULTS; a glob pattern
+    when `pattern`), the command that writes them, and the renderer of its text."""
+
+    title: str
+    files: tuple[str, ...]
+    command: str
+    body: Callable[[list[dict]], str]
+    pattern: bool = False
+    optional: tuple[str, ...] = field(default=())  #: extra files the body uses when present
+    shown: str | None = None  #: how `files` is written when absent (a pattern's placeholder)
+
+    def paths(self) -> list[str]:
+        """The results files this section reads that exist now."""
+        if self.pattern:
+            return sorted(str(p.relative_to(RESULTS)) for p in RESULTS.glob(self.files[0]))
+        return [f for f in (*self.files, *self.optional) if (RESULTS / f).is_file()]
+
+    def render(self) -> str:
+        if self.pattern:
+            found = self.paths()
+            if not found:
+                return self.missing(self.files)
+            return self.body([load(f) | {"_file": f} for f in found])
+        absent = [f for f in self.files if not (RESULTS / f).is_file()]
+        if absent:
+            return self.missing(absent)
+        text = self.body([load(f) | {"_file": f} for f in self.files]
+                         + [(load(f) or {}) | {"_file": f} for f in self.optional])
+        gaps = [f for f in self.optional if not (RESULTS / f).is_file()]
+        return text + "".join(f"\n\n{_shown(f)}: {NOT_MEASURED}." for f in gaps)
+
+    def missing(self, absent) -> str:
+        files = _shown(self.shown) if self.shown else ", ".join(_shown(f) for f in absent)
+        return f"**{self.title}** ({files}): {NOT_MEASURED}; `{self.command}` writes it."
+
+
+def _demo(files: list[dict]) -> str:
+    d = files[0]
+    base, rlvr = d["models"]["mle_base"], d["models"]["rlvr"]
+    copy, ceiling = d["baselines"]["copy_last_frame_tokens"], d["baselines"]["tokenizer_ceiling"]
+    sampled, greedy = rlvr["sampled"], rlvr["greedy"]
+    folder = Path(d["_file"]).parent
+    text = (f"**`rlvr-world demo`** (`{d['command']}`, {_shown(d['_file'])} with its `report.md` and "
+            f"pictures, copied from `{d['args']['out']}`; {_machine(d)}): from a fresh data folder (held-out "
+            f"and training episodes generated by the real simulator first) it finished in "
+            f"{_minutes_seconds(d['total_seconds'])} wall, {d['grpo_seconds'] / 60:.1f} min of them GRPO "
+            f"({d['grpo_steps']} steps). On {d['held_out_transitions']} held-out transitions x "
+            f"{d['sampling_seeds']} sampling seeds, paired: sampled MAE {base['sampled']['mae']:.5f} -> "
+            f"{sampled['mae']:.5f} ({_change(sampled['mae_change_percent'])}, "
+            f"p = {_p(sampled['vs_base']['mae']['p'])}), "
+            f"greedy {base['greedy']['mae']:.5f} -> {greedy['mae']:.5f} ({_change(greedy['mae_change_percent'])}, "
+            f"p = {_p(greedy['vs_base']['mae']['p'])}), sampled SSIM {base['sampled']['ssim']:.3f} -> "
+            f"{sampled['ssim']:.3f}; copying the last frame's tokens scores {copy['mae']:.5f}, the tokenizer's "
+            f"ceiling {ceiling['mae']:.5f}.")
+    if (RESULTS / folder / "frames.png").is_file():
+        text += (" Real next frames (top) and greedy predictions of the MLE base and the RLVR model:\n\n"
+                 f"![PushT: real vs predicted next frames, MLE base vs RLVR]({SHOWN}/{folder}/frames.png)")
+    return text
+
+
+def _grpo_rows(d: dict) -> list[list[str]]:
+    rows = []
+    grpo_seconds = [s for name, s in d["training_seconds"].items() if name.startswith("grpo")]
+    for name, model in d["models"].items():
+        sampled, greedy = model["sampled"], model["greedy"]
+        if name == "mle_base":
+            label, versus = "MLE base (shipped)", ""
+        else:
+            versus = f"{_change(sampled['mae_change_percent'])} (p = {_p(sampled['vs_base']['mae']['p'])})"
+            if name == "mle_continued":
+                spent, matched = d["training_seconds"][name], d["matched_seconds"]
+                label = (f"MLE continued, {spent:,.0f} s ({'more' if spent >= matched else 'less'} than GRPO's "
+                         f"{matched:,.0f} s{' mean' if len(grpo_seconds) > 1 else ''})")
+            else:
+                label = "GRPO seed " + name.removeprefix("grpo_seed")
+        rows.append([label, f"{sampled['mae']:.5f}", versus, f"{sampled['ssim']:.4f}", f"{sampled['psnr']:.2f}",
+                     f"{greedy['mae']:.5f}"])
+    names = {"copy_last_frame_tokens": "copy the last frame, in token space",
+             "tokenizer_ceiling": "tokenizer ceiling (gold codes)"}
+    for name, metrics in d["baselines"].items():
+        rows.append([names.get(name, name), f"{metrics['mae']:.5f}", "", f"{metrics['ssim']:.4f}",
+                     f"{metrics['psnr']:.2f}", ""])
+    return rows
+
+
+def _grpo_setup(d: dict) -> str:
+    args = d["grpo_args"]
+    seconds = [s for name, s in d["training_seconds"].items() if name.startswith("grpo")]
+    threads = {_flag(c, "--threads") for name, c in d.get("stage_commands", {}).items() if name.startswith("grpo")}
+    count = threads.pop() if len(threads) == 1 else None
+    where = f" on {count} thread{'' if count == '1' else 's'} each" if count else ""
+    return (f"-MAE of the decoded frame; {args['prompts_per_step']} prompts x {args['group_size']} samples, "
+            f"KL {_sci(args['beta'])}, lr {_sci(args['lr'])}, {args['steps']} steps, "
+            f"{_minutes_range(seconds)} minutes per seed{where}")
+
+
+def _grpo_single(files: list[dict]) -> str:
+    d = files[0]
+    models = d["models"]
+    grpo = [m for name, m in models.items() if name.startswith("grpo")]
+    base, continued = models["mle_base"], models.get("mle_continued")
+    copy = d["baselines"]["copy_last_frame_tokens"]["mae"]
+    improves = all(m["sampled"]["mae_change_percent"] < 0 and m["sampled"]["vs_base"]["mae"]["p"] < 0.05
+                   for m in grpo)
+    title = "RLVR improves the PushT world model" if improves else "RLVR on the PushT world model"
+    text = (f"**{title}** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}): GRPO on the verified reward "
+            f"({_grpo_setup(d)}) from the shipped MLE single-step model, evaluated on "
+            f"{d['held_out_transitions']} held-out transitions x {d['sampling_seeds']} sampling seeds, the same for "
+            f"every model (sampled and greedy; paired t-tests against the base):\n\n")
+    text += _table(["model", "sampled MAE", "vs MLE base", "SSIM", "PSNR", "greedy MAE"],
+                   ["---", "---:", "---:", "---:", "---:", "---:"], _grpo_rows(d)) + "\n\n"
+    grpo_beats = all(m["sampled"]["mae"] < copy for m in grpo)
+    base_beats = base["sampled"]["mae"] < copy
+    if grpo_beats and not base_beats:
+        text += ("After GRPO the model's samples beat copying the last frame's tokens, which the MLE model's "
+                 "samples do not.")
+    elif grpo_beats:
+        text += "Both the MLE model's and GRPO's samples beat copying the last frame's tokens."
+    else:
+        text += "GRPO's samples do not yet beat copying the last frame's tokens."
+    if continued:
+        change, p = continued["sampled"]["mae_change_percent"], continued["sampled"]["vs_base"]["mae"]["p"]
+        if p >= 0.05:
+            text += f" The same time spent on more MLE barely moves it ({_change(change)}, p = {_p(p)})."
+        else:
+            text += f" The same time spent on more MLE moves it by {_change(change)} (p = {_p(p)})."
+    return text
+
+
+def _joined(values: list[str]) -> str:
+    return " / ".join(values)
+
+
+def _mae(metrics: dict) -> str:
+    return f"{metrics['mae']:.5f}"
+
+
+def _grpo_multi(files: list[dict]) -> str:
+    d = files[0]
+    models = d["models"]
+    seeds = [name for name in models if name.startswith("grpo")]
+    base, continued = models["mle_base"], models.get("mle_continued")
+    grpo_seconds = [d["training_seconds"][name] for name in seeds]
+    future = card("pusht_multi_step_model").get("args", {}).get("future")
+    count = "one GRPO seed so far" if len(seeds) == 1 else f"{len(seeds)} GRPO seeds (values per seed: " + \
+        ", ".join(s.removeprefix("grpo_seed") for s in seeds) + ")"
+    sampled = [models[s]["sampled"] for s in seeds]
+    greedy = [models[s]["greedy"] for s in seeds]
+    text = (f"Multi-step, {count} (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}; {d['grpo_args']['steps']} "
+            f"GRPO steps, "
+            f"{_joined([format(s, ',.0f') for s in grpo_seconds])} s): on {d['held_out_transitions']} held-out windows"
+            f"{f' of {future} frames' if future else ''} x {d['sampling_seeds']} sampling seeds, paired, sampled MAE "
+            f"{base['sampled']['mae']:.5f} -> {_joined([_mae(m) for m in sampled])} ("
+            + _joined([f"{_change(m['mae_change_percent'])}, p = {_p(m['vs_base']['mae']['p'])}" for m in sampled]))
+    if continued:
+        text += (f"; continued MLE for {d['training_seconds']['mle_continued']:,.0f} s: "
+                 f"{_change(continued['sampled']['mae_change_percent'])}, "
+                 f"p = {_p(continued['sampled']['vs_base']['mae']['p'])}")
+    text += (f"), greedy MAE {base['greedy']['mae']:.5f} -> {_joined([_mae(m) for m in greedy])}. "
+             f"Greedy repetition (a predicted frame token-identical to the previous one) went "
+             f"{_rate(base['greedy']['repetition'])} -> {_joined([_rate(m['repetition']) for m in greedy])} with GRPO")
+    if continued:
+        text += f", and to {_rate(continued['greedy']['repetition'])} with continued MLE"
+        if all(m["repetition"] >= continued["greedy"]["repetition"] for m in greedy):
+            text += (": on this reward and budget GRPO does not yet cut repetition the way the paper's does "
+                     "(continued MLE cuts it more)")
+        else:
+            text += ": GRPO cuts repetition more than continued MLE"
+    return text + "."
+
+
+def _video_world_models(files: list[dict]) -> str:
+    d = files[0]
+    single, multi = d["single"], d["multi"]
+    s, m = single["table"], multi["table"]
+    cards = [card("pusht_single_step_model"), card("pusht_multi_step_model")]
+    trained = [c["train_seconds_this_run"] for c in cards if "train_seconds_this_run" in c]
+    steps = {single["model"]["steps"], multi["model"]["steps"]}
+    parameters = {single["model"]["parameters"], multi["model"]["parameters"]}
+    skip = {c.get("args", {}).get("frame_skip") for c in cards} - {None}
+    future = cards[1].get("args", {}).get("future")
+    size = f"{parameters.pop() / 1e6:.2f}M-parameter " if len(parameters) == 1 else ""
+    how = f"MLE, {steps.pop():,} steps each" if len(steps) == 1 else "MLE"
+    if trained:
+        machines = {c.get("machine") for c in cards} - {None}
+        how += f", {_minutes_range(trained)} minutes each on {machines.pop() if len(machines) == 1 else 'CPU'}"
+    text = (f"**PushT video world models** (`{d['command'].strip()}`, {_shown(d['_file'])}; {d['machine']}): the "
+            f"shipped {size}LLaMA models ({how}; model cards beside the weights) on the embedded held-out set "
+            f"({single['windows']} single-step and {multi['windows']} multi-step windows"
+            f"{f', frame skip {skip.pop()}' if len(skip) == 1 else ''}), MAE of decoded frames (pixels in [0, 1]) "
+            f"and repetition:\n\n")
+    names = [("copy_last_frame_pixels", "copy the last frame, in pixels"),
+             ("tokenizer_ceiling", "tokenizer ceiling (gold codes, decoded)"),
+             ("copy_last_frame_tokens", "copy the last frame, in token space"),
+             ("model_greedy", "MLE model, greedy"), ("model_sampled", "MLE model, sampled")]
+    rows = [[label, f"{s[key]['mae']:.5f}", f"{m[key]['mae']:.5f}",
+             _rate(m[key]["repetition"]) if "repetition" in m[key] else "n/a"] for key, label in names]
+    frames = f" ({future} frames)" if future else ""
+    text += _table(["prediction", "single-step MAE", f"multi-step MAE{frames}", "multi-step repetition"],
+                   ["---", "---:", "---:", "---:"], rows) + "\n\n"
+
+    def versus(table: dict, name: str) -> str:
+        model, copy = table[name], table["copy_last_frame_tokens"]
+        return (f"MAE {model['mae']:.5f} vs {copy['mae']:.5f}, PSNR {model['psnr']:.2f} vs "
+                f"{copy['psnr']:.2f} dB")
+
+    def verdict(table: dict, which: str) -> str:
+        copy = table["copy_last_frame_tokens"]["mae"]
+        greedy, sampled = table["model_greedy"]["mae"], table["model_sampled"]["mae"]
+        if greedy < copy and sampled < copy:
+            return f"the {which} model beats copying the last frame in token space with both decodings"
+        if greedy < copy:
+            margin = (copy - greedy) / copy * 100
+            return (f"the {which} model beats copying the last frame in token space only with greedy decoding, "
+                    f"and by {margin:.1f}% ({versus(table, 'model_greedy')})")
+        return f"the {which} model does not beat it ({versus(table, 'model_greedy')})"
+
+    text += f"Read honestly: {verdict(s, 'single-step')}; {verdict(m, 'multi-step')}"
+    if m["model_greedy"]["repetition"] > 0:
+        text += f" and repeats frames under greedy decoding ({_rate(m['model_greedy']['repetition'])})"
+    text += "."
+    pixels, ceiling = s["copy_last_frame_pixels"]["mae"], s["tokenizer_ceiling"]["mae"]
+    tokenizer = d["tokenizer"]
+    if pixels < ceiling:
+        text += (f" Even at this frame skip, copying the last frame *in pixels* beats the tokenizer's own "
+                 f"ceiling (MAE {pixels:.5f} vs {ceiling:.5f}): this tokenizer (held-out PSNR "
+                 f"{tokenizer['reconstruction']['psnr']:.1f}, SSIM {tokenizer['reconstruction']['ssim']:.3f}) caps "
+                 f"what any model behind it can reach on PushT.")
+    flicker = tokenizer["flicker"]
+    text += (f" The tokenizer flickers: {flicker['definition']} share {_rate(flicker['token_agreement'])} of their "
+             f"tokens. These are the MLE baselines RLVR post-training starts from.")
+    return text
+
+
+def _compressed_tokenizer(files: list[dict]) -> str:
+    d = files[0]
+    e = d["eval"]
+    compressed, per_frame, copy = (e["compressed"]["future_frames"], e["per_frame"]["future_frames"],
+                                   e["copy_context_pixels"]["future_frames"])
+    tokens = e["tokens_per_clip"]
+    return (f"**Compressed multi-step tokenizer** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}): on "
+            f"{e['clips']} held-out clips of {e['frames_per_clip']} frames (frame skip {d['frame_skip']}), the later "
+            f"frames decode at PSNR {compressed['psnr']:.2f} / MAE {compressed['mae']:.5f} from "
+            f"{tokens['compressed']} tokens per clip, against {per_frame['psnr']:.2f} / {per_frame['mae']:.5f} for "
+            f"the per-frame tokenizer's {tokens['per_frame']} and {copy['psnr']:.2f} / {copy['mae']:.5f} for "
+            f"copying the real context frame (no tokens).")
+
+
+def _video_generation(files: list[dict]) -> str:
+    d = files[0]
+    forced = d["response_tokens"] - d["generated_tokens_per_response"]
+    met = "met" if d["speedup"] >= GOAL_KV_SPEEDUP else "**not met**"
+    same = "identical" if d["identical_tokens"] else "**not identical**"
+    return (f"**KV-cached generation** (`{d['command'].strip()}`, {_shown(d['_file'])}; {d['machine']}): a "
+            f"multi-step PushT response ({d['response_tokens']} tokens: {d['generated_tokens_per_response']} "
+            f"generated frame codes and {forced} action tokens forced between frames) for {d['batch']} prompts "
+            f"({d['model']}): {d['cached_seconds']:.1f} s with the KV cache vs {d['uncached_seconds']:.1f} s "
+            f"recomputing the sequence at every step (best of {d['best_of']}), **{d['speedup']:.1f}x** (goal: at "
+            f"least {GOAL_KV_SPEEDUP:g}x, {met}), greedy tokens {same}.")
+
+
+def _env_overhead(files: list[dict]) -> str:
+    runs = [f for f in files if "env_id" in f]
+    first = runs[0]
+    repeats = _flag(first["command"], "--repeats")
+    text = (f"**Env overhead** ({', '.join(_shown(f['_file']) for f in runs)}; {first['machine']}): "
+            f"{first['responses']} responses (gold / one token changed / random)"
+            f"{f', best of {repeats} interleaved rounds' if repeats else ''}.\n\n")
+    rows = [[f"{r['env_id'].split('/')[-1]}", f"{r['verify_us_per_response']:.1f}", f"{r['env_us_per_response']:.1f}",
+             _change(r["env_overhead_pct"]), f"{r['env_alone_us_per_response']:.1f}", f"{r['batched_speedup']:.2f}x"]
+            for r in runs]
+    batches = {r["batch"] for r in runs}
+    loop = f"a loop of {batches.pop()} envs" if len(batches) == 1 else "a loop of envs"
+    text += _table(["env", "`task.verify` µs/response", "`gym.make` reset+step µs/response", "overhead",
+                    "env alone (constant verifier) µs", f"batched vector env vs {loop}"],
+                   ["---"] * 6, rows) + "\n\n"
+    text += "Commands: " + "; ".join(f"`{r['command']}`" for r in runs) + ".\n\n"
+    worst = max(r["env_overhead_pct"] for r in runs)
+    alone = [r["env_alone_us_per_response"] for r in runs]
+    if worst <= GOAL_ENV_OVERHEAD_PCT:
+        text += f"The goal of at most {GOAL_ENV_OVERHEAD_PCT:g}% overhead is met."
+    else:
+        text += (f"The goal of at most {GOAL_ENV_OVERHEAD_PCT:g}% is **not met** "
+                 f"({' and '.join(_change(r['env_overhead_pct']) for r in runs)}): the strict text-game verifier "
+                 f"rebuilds and compares every field, and the shared episode machine costs "
+                 f"{_seconds_range(alone)} µs per reset+step even with a constant verifier (fresh observation "
+                 f"arrays, which gymnasium requires on every call, validated actions, the info).")
+    if all(r["batched_speedup"] < 1 for r in runs):
+        text += (f" The batched vector env does not beat a loop for text tasks "
+                 f"({' and '.join(format(r['batched_speedup'], '.2f') + 'x' for r in runs)}), whose verification is "
+                 "per-response Python either way; it exists for the video rewards, where one batched decode and metric call "
+                 "serve the batch.")
+    return text
+
+
+NETS = {"vgg": "VGG", "alex": "Alex"}
+
+
+def _metrics_throughput(files: list[dict]) -> str:
+    runs = [f for f in files if "results" in f]
+    backbones = {r["lpips_backbone"] for r in runs}
+    sources = "; ".join(f"`{r['command']}` with LPIPS net `{r['lpips_net']}` -> {_shown(r['_file'])}" for r in runs)
+    text = (f"**Reward throughput** ({sources}; {_machine(runs[0])}), -(L1+LPIPS), LPIPS backbone "
+            f"`{', '.join(sorted(backbones))}`:\n\n")
+    rows = [[NETS.get(r["lpips_net"], r["lpips_net"]), row["resolution"], f"{row['batched_over_per_frame']:.2f}x",
+             f"{row['group_batched_over_per_frame']:.2f}x"] for r in runs for row in r["results"]]
+    text += _table(["net", "resolution", "batched / per-frame", "GRPO group of 16 on one target / per-frame"],
+                   ["---", "---", "---:", "---:"], rows) + "\n\n"
+    best = max(row["batched_over_per_frame"] for r in runs for row in r["results"])
+    devices = {str(r.get("machine", {}).get("device", "")).lower() for r in runs}
+    if best >= GOAL_BATCHED_REWARD_SPEEDUP:
+        text += f"The goal of batched at least {GOAL_BATCHED_REWARD_SPEEDUP:g}x per-frame is met (best {best:.2f}x)."
+    else:
+        text += (f"The goal of batched at least {GOAL_BATCHED_REWARD_SPEEDUP:g}x per-frame is **not met on this "
+                 f"CPU** (best {best:.2f}x): the convolutional trunk is compute-bound even at one frame per call, "
+                 f"so batching only removes per-call overhead.")
+    if not any("cuda" in d or "gpu" in d for d in devices):
+        text += " A GPU run (`--device cuda`) is still to be measured."
+    return text
+
+
+def _web_verifier(files: list[dict]) -> str:
+    d = files[0]
+    parts = []
+    for case in d["cases"]:
+        part = f"{case['case']}: {_k(case['responses_per_s'])} responses/s"
+        if "cold_cache_responses_per_s" in case:
+            part += f", {_k(case['cold_cache_responses_per_s'])}/s with a cold cache"
+        if "mean_gold_lines" in case:
+            part += f", answers of {case['mean_gold_lines']:.0f} gold lines on average"
+        parts.append(part)
+    return (f"**Web verifier** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}): " + "; ".join(parts) + ".")
+
+
+def _hostile_inputs(files: list[dict]) -> str:
+    d = files[0]
+    cases = d["cases"]
+    text_cases = [c for c in cases if c["kind"] == "text"]
+    actions = [c for c in cases if c["kind"] == "action"]
+    trees = [c for c in cases if c["kind"] == "tree"]
+    verifiers = sorted({c["target"] for c in text_cases})
+    envs = sorted({c["target"] for c in actions})
+    worst = d["worst_per_response"]
+    report = Path(d["_file"]).with_suffix(".md").as_posix()
+    listed = f"; every case is listed in {_shown(report)}" if (RESULTS / report).is_file() else ""
+    text = (f"**Hostile inputs** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}): "
+            f"{len({c['case'] for c in text_cases})} hostile texts through {len(verifiers)} text verifiers "
+            f"({', '.join(verifiers)}) and {len({c['case'] for c in actions})} hostile actions through "
+            f"{len(envs)} envs (long whitespace runs, unclosed fences, huge digit strings, deeply nested and "
+            f"over-long JSON, `json_repair`'s quadratic input, huge id arrays, ids past int64, negative and uint64 "
+            f"ids{listed}). "
+            f"Worst case {worst['seconds'] * 1000:.0f} ms per response ({worst['case']}, {worst['target']}).")
+    outside = [c for c in text_cases if not c["min"] <= c["reward"] <= c["max"]]
+    lowest = [c for c in text_cases if c["reward"] <= c["min"]]
+    reasons = [c for c in lowest if c.get("error")]
+    parsed = [c for c in lowest if not c.get("error") and c.get("parsed")]
+    if outside:
+        text += f" **{len(outside)} of {len(text_cases)} text rewards fall outside [min, max].**"
+    else:
+        text += f" Every text reward is within [min, max]"
+        if len(reasons) == len(lowest):
+            text += ", with a reason whenever it is the minimum."
+        else:
+            text += (f"; {len(reasons)} of the {len(lowest)} minimum rewards come with a reason"
+                     + (f", the other {len(parsed)} are answers that parsed and matched nothing."
+                        if len(reasons) + len(parsed) == len(lowest) else "."))
+    wrong = [c for c in actions if c.get("outcome") != c.get("expected")]
+    if wrong:
+        text += f" **{len(wrong)} of {len(actions)} actions did not get their expected outcome.**"
+    else:
+        text += (" Every action got its expected outcome (scored, the out-of-vocabulary id named, or refused as "
+                 "not integer token ids).")
+    normal = d["normal_throughput"]
+    text += (" Normal answers: " + ", ".join(f"{name} {_k(v['responses_per_s'])}" for name, v in normal.items())
+             + " responses/s on token ids.")
+    if trees:
+        largest = max(c["items"][0] for c in trees)
+        big = [c["seconds"] for c in trees if c["items"][0] == largest]
+        text += (f" Extracting gold from trees of {largest:,} items takes {_seconds_range(big)} s including "
+                 f"parsing ({len(big)} shapes of tree).")
+    return text
+
+
+def _pusht_data(files: list[dict]) -> str:
+    d = files[0]
+    summary = d["summary"]
+    total = summary["all"]
+    kinds = [k for k, v in summary.items() if k != "all" and isinstance(v, dict)]
+    per_kind = ", ".join(f"{k} {_rate(summary[k]['success_rate'])} of {summary[k]['episodes']}" for k in kinds)
+    note = f" (note: {d['note']})" if d.get("note") else ""
+    return (f"**PushT data** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}): {total['episodes']} episodes "
+            f"in {summary['seconds']:.1f} s by the command's own clock{note}; success {_rate(total['success_rate'])} "
+            f"overall ({per_kind} episodes), mean final coverage {total['final_coverage']:.2f}.")
+
+
+PLANNERS = {"base": "CEM, MLE base world model", "rlvr": "CEM, RLVR world model", "random": "random actions",
+            "true_sim": "CEM, true simulator"}
+
+
+def _planning(files: list[dict]) -> str:
+    d = files[0]
+    cem, mpc = d.get("cem", {}), d.get("mpc", {})
+    budget = (f"horizon {cem['horizon']}, {cem['samples']} samples, top {cem['top_k']}, {cem['iterations']} "
+              f"iterations" if isinstance(cem, dict) and "horizon" in cem else str(cem))
+    if mpc.get("rounds"):
+        budget += f", {mpc['rounds']} plans per episode"
+    text = (f"**PushT CEM planning** (`{d['command']}`, {_shown(d['_file'])}; {d.get('machine', '')}): {budget}; "
+            f"success: {d.get('success', 'see the results file')}.\n\n")
+    rows = []
+    for name, s in d["summary"].items():
+        low, high = s["ci95"]
+        rows.append([PLANNERS.get(name, name), str(s["episodes"]), str(s["successes"]), f"{s['success_rate']:.2f}",
+                     f"[{low:.2f}, {high:.2f}]", f"{s['seconds_per_episode']:.1f}"])
+    return text + _table(["planner", "episodes", "successes", "success rate", "95% CI (Wilson)", "s/episode"],
+                         ["---", "---:", "---:", "---:", "---", "---:"], rows)
+
+
+def _number(x: Any, digits: int = 3) -> str:
+    return "n/a" if _nan(x) else f"{x:.{digits}f}"
+
+
+def _real2sim(files: list[dict]) -> str:
+    parts = []
+    for d in files:
+        s = d["summary"]
+        rows = [[p["policy"], f"{p['learned_success']:.2f}", f"{p['real_success']:.2f}", f"{p['real_env_success']:.2f}",
+                 str(p["starts"])] for p in d["policies"]]
+        text = (f"**Real2Sim on PushT, {d.get('model', Path(d['_file']).parent.name)}** (`{d['command']}`, "
+                f"{_shown(d['_file'])}): {d.get('judge', '')}.\n\n")
+        text += _table(["policy", "success in the learned sim", "in the real sim (judged)", "in the real env",
+                        "starts"], ["---", "---:", "---:", "---:", "---:"], rows) + "\n\n"
+        text += (f"Learned sim vs real (judged): Pearson {_number(s['pearson'])}, MMRV {_number(s['mmrv'])}; vs the "
+                 f"real env's own success: Pearson {_number(s['pearson_vs_env_success'])}, MMRV "
+                 f"{_number(s['mmrv_vs_env_success'])}; the judge agrees with the env on "
+                 f"{_rate(s['judge_vs_env_agreement']) if not _nan(s['judge_vs_env_agreement']) else 'n/a'} of real "
+                 f"rollouts.")
+        parts.append(text)
+    return "\n\n".join(parts)
+
+
+def _success_judge(files: list[dict]) -> str:
+    d = files[0]
+    s = d["summary"]
+    c = s["confusion"]
+    resolution = d.get("resolution")
+    env_successes = c["both_success"] + c["env_only"]
+    near = "n/a" if _nan(s.get("near_threshold_agreement")) else _rate(s["near_threshold_agreement"])
+    text = (f"**PushT success judge** (`{d['command'].strip()}`, {_shown(d['_file'])}; {d['machine']}, {d['time']}): "
+            f"on {s['frames']:,} held-out real frames"
+            f"{f' at {resolution}x{resolution}' if resolution else ''}, the frame judge agrees with the env's own "
+            f"success on {_rate(s['agreement'])} of them ({near} of the {s['near_threshold_frames']} near-threshold "
+            f"frames); of the {env_successes} frames the env counts as "
+            f"successes it finds {c['both_success']}, and it claims {c['judge_only']} the env does not "
+            f"({c['neither']:,} neither). Coverage MAE {s['coverage_mae']:.4f}, median pose error "
+            f"{s['position_error_px_median']:.2f} px and {s['angle_error_deg_median']:.2f} deg, "
+            f"{s['seconds_per_frame'] * 1000:.0f} ms per frame.")
+    bars = s.get("by_success_coverage")
+    if bars:
+        rows = [[f"{b['success_coverage']:g}", str(b["env_successes"]), f"{b['agreement']:.3f}",
+                 f"{b['precision']:.3f}", f"{b['recall']:.3f}"] for b in bars]
+        text += (" At other success bars (env: true coverage above the bar; judge: judged coverage above it):\n\n"
+                 + _table(["coverage bar", "env successes", "agreement", "judge precision", "judge recall"],
+                          ["---:", "---:", "---:", "---:", "---:"], rows))
+    return text
+
+
+SECTIONS: tuple[Section, ...] = (
+    Section("`rlvr-world demo`", ("demo_pusht/results.json",), "rlvr-world demo --out runs/demo", _demo),
+    Section("RLVR on the PushT world model", ("grpo_pusht_single.json",),
+            "python -m benchmarks.grpo_pusht --layout single ...", _grpo_single),
+    Section("GRPO on PushT multi-step", ("grpo_pusht_multi.json",),
+            "python -m benchmarks.grpo_pusht --layout multi ...", _grpo_multi),
+    Section("PushT video world models", ("video_world_models.json",), "python -m benchmarks.video_world_models",
+            _video_world_models),
+    Section("Compressed multi-step tokenizer", ("compressed_tokenizer.json",),
+            "python -m benchmarks.compressed_tokenizer", _compressed_tokenizer),
+    Section("KV-cached generation", ("video_generation.json",), "python -m benchmarks.video_generation",
+            _video_generation),
+    Section("Env overhead", ("env_overhead.json",), "python -m benchmarks.env_overhead", _env_overhead,
+            optional=("env_overhead_textgame.json",)),
+    Section("Reward throughput", ("metrics_throughput.json",), "python -m benchmarks.metrics_throughput [--net alex]",
+            _metrics_throughput, optional=("metrics_throughput_alex.json",)),
+    Section("Web verifier", ("web_verifier_throughput.json",), "python -m benchmarks.web_verifier_throughput",
+            _web_verifier),
+    Section("Hostile inputs", ("hostile_inputs.json",), "python -m benchmarks.hostile_inputs", _hostile_inputs),
+    Section("PushT data", ("pusht_data_200.json",), "rlvr-world data pusht --episodes 200 --resolution 96 --seed 0",
+            _pusht_data),
+    Section("PushT CEM planning", ("pusht_planning/results.json",), "python -m benchmarks.pusht_planning ...",
+            _planning),
+    Section("PushT success judge", ("pusht_success_judge.json",), "python -m benchmarks.pusht_success_judge",
+            _success_judge),
+    Section("Real2Sim on PushT", ("real2sim/*/results.json",),
+            "rlvr-world policy-eval --out benchmarks/results/real2sim/<model>", _real2sim, pattern=True,
+            shown="real2sim/<model>/results.json"),
+)
+
+
+def _preamble() -> str:
+    machines = []
+    for section in SECTIONS:
+        for f in section.paths():
+            data = load(f)
+            if data:
+                machines.append(_machine(data).lower())
+    gpu = any("cuda" in m or ("gpu" in m and "no gpu" not in m) for m in machines)
+    arches = sorted({m.split(",")[0].strip() for m in machines if m.startswith(("x86", "aarch", "arm"))})
+    where = f"{' and '.join(arches)} " if arches else ""
+    line = (f"Every run below was on {where}CPUs (no GPU was available to these runs)" if machines and not gpu
+            else "Runs below were on the machines each subsection names")
+    return ("<!-- generated by `python -m benchmarks.readme_results` from benchmarks/results/: edit that script "
+            "and rerun it, not this block -->\n" + line + "; each subsection quotes its run's machine string, the "
+            "command that wrote its results and the results file.")
+
+
+_BLOCK_START = re.compile(r"^([-+*>]|\d+[.)]|#+)(\s|$)")  # a line that would start a list, quote or heading
+
+
+def _wrap(text: str) -> str:
+    """Prose lines wrapped at WIDTH; no wrapped line may start a markdown list, quote or heading."""
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= WIDTH or line.startswith(("|", "!", "<!--")):
+            out.append(line)
+            continue
+        lines = textwrap.wrap(line, WIDTH, break_long_words=False, break_on_hyphens=False)
+        for i in range(1, len(lines)):
+            while _BLOCK_START.match(lines[i]):
+                word, _, rest = lines[i].partition(" ")
+                lines[i - 1] += " " + word
+                lines[i] = rest
+        out += [line for line in lines if line]
+    return "\n".join(out)
+
+
+def render() -> str:
+    """The whole Results block (the text between the markers, after the opening marker's newline)."""
+    return "\n\n".join(_wrap(part) for part in [_preamble(), *(section.render() for section in SECTIONS)]) + "\n"
+
+
+def _split(readme: str) -> tuple[str, str, str]:
+    """(before and including the opening marker's line, the block, from the closing marker on)."""
+    start = readme.index(START) + len(START)
+    if readme[start:start + 1] == "\n":
+        start += 1
+    end = readme.find(END, start)
+    if end < 0:  # no closing marker yet: the block runs to the next section or the end
+        heading = re.search(r"^## ", readme[start:], flags=re.MULTILINE)
+        end = start + heading.start() if heading else len(readme)
+        return readme[:start], readme[start:end], END + "\n" + readme[end:]
+    return readme[:start], readme[start:end], readme[end:]
+
+
+def updated(readme: str) -> str:
+    before, _, after = _split(readme)
+    return before + render() + after
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="exit 1 with a diff when README is out of date")
+    parser.add_argument("--readme", default=str(README))
+    args = parser.parse_args(argv)
+    path = Path(args.readme)
+    current = path.read_text()
+    wanted = updated(current)
+    if args.check:
+        if wanted == current:
+            return 0
+        sys.stdout.writelines(difflib.unified_diff(current.splitlines(keepends=True), wanted.splitlines(keepends=True),
+                                                   f"{path.name} (committed)", f"{path.name} (rendered)"))
+        return 1
+    if wanted != current:
+        path.write_text(wanted)
+        print(f"rewrote the results block of {path}")
+    else:
+        print(f"{path} is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

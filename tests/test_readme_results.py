@@ -1,0 +1,117 @@
+"""README's Results block is generated from benchmarks/results/ (benchmarks/readme_results.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+
+from benchmarks import readme_results as rr
+
+# Subsections whose results are committed today; they must stay measured.
+COMMITTED = {"`rlvr-world demo`", "RLVR on the PushT world model", "GRPO on PushT multi-step",
+             "PushT video world models", "Compressed multi-step tokenizer", "KV-cached generation", "Env overhead",
+             "Reward throughput", "Web verifier", "Hostile inputs", "PushT data", "PushT success judge"}
+
+
+def _block(readme: str) -> str:
+    start = readme.index(rr.START) + len(rr.START) + 1
+    return readme[start:readme.index(rr.END, start)]
+
+
+def test_readme_results_block_is_in_sync():
+    readme = rr.README.read_text()
+    assert readme.count(rr.START) == 1 and readme.count(rr.END) == 1
+    assert _block(readme) == rr.render(), "README is stale: run `python -m benchmarks.readme_results`"
+
+
+def test_every_subsection_names_an_existing_results_file():
+    for section in rr.SECTIONS:
+        text = section.render()
+        if rr.NOT_MEASURED in text:
+            assert section.title not in COMMITTED, f"{section.title}: its committed results file is gone"
+            assert f"`{rr.SHOWN}/{section.shown or section.files[0]}`" in text
+            continue
+        paths = section.paths()
+        assert paths, section.title
+        for relative in paths:
+            assert (rr.RESULTS / relative).is_file()
+            if relative in section.files or section.pattern:
+                assert f"`{rr.SHOWN}/{relative}`" in text, f"{section.title} does not name {relative}"
+        assert "`" in text.split("(", 1)[1], f"{section.title} names no command"
+    # every results path README's block cites exists, except in a "not yet measured" paragraph
+    for paragraph in rr.render().split("\n\n"):
+        if rr.NOT_MEASURED in paragraph:
+            continue
+        for cited in re.findall(rf"{rr.SHOWN}/[\w./-]+", paragraph.replace("\n", " ")):
+            assert (rr.ROOT / cited.rstrip(".")).is_file(), cited
+
+
+def test_a_missing_results_file_renders_not_yet_measured(monkeypatch, tmp_path):
+    monkeypatch.setattr(rr, "RESULTS", tmp_path)
+    text = rr.render().replace("\n", " ")
+    for section in rr.SECTIONS:
+        assert section.render().endswith("writes it."), section.title
+    assert text.count(rr.NOT_MEASURED) == len(rr.SECTIONS)
+    # one file back: only its subsection is measured
+    shutil.copy(rr.ROOT / "benchmarks" / "results" / "video_generation.json", tmp_path)
+    assert rr.render().replace("\n", " ").count(rr.NOT_MEASURED) == len(rr.SECTIONS) - 1
+    assert "**KV-cached generation** (`python -m benchmarks.video_generation`" in rr.render().replace("\n", " ")
+
+
+def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
+    monkeypatch.setattr(rr, "RESULTS", tmp_path)
+    (tmp_path / "pusht_planning").mkdir()
+    (tmp_path / "pusht_planning" / "results.json").write_text(json.dumps({
+        "command": "rlvr-world plan --planners base,random --out X", "machine": "x86_64, cpu",
+        "cem": {"horizon": 5, "samples": 32, "top_k": 4, "iterations": 3, "init_std": 60.0, "min_std": 1.0},
+        "mpc": {"rounds": 2, "execute": None}, "success": "position error < 20 px",
+        "summary": {"base": {"episodes": 50, "successes": 21, "success_rate": 0.42, "ci95": [0.29, 0.56],
+                             "seconds_per_episode": 12.25},
+                    "random": {"episodes": 50, "successes": 3, "success_rate": 0.06, "ci95": [0.02, 0.16],
+                               "seconds_per_episode": 1.0}}}))
+    (tmp_path / "real2sim" / "mle").mkdir(parents=True)
+    (tmp_path / "real2sim" / "mle" / "results.json").write_text(json.dumps({
+        "command": "rlvr-world policy-eval --out X", "model": "pusht_single_step_model", "judge": "frame judge",
+        "policies": [{"policy": "expert", "learned_success": 0.7, "real_success": 0.8, "real_env_success": 0.9,
+                      "starts": 10},
+                     {"policy": "random", "learned_success": 0.1, "real_success": 0.0, "real_env_success": 0.0,
+                      "starts": 10}],
+        "summary": {"pearson": 0.987, "mmrv": 0.0, "pearson_vs_env_success": 0.95, "mmrv_vs_env_success": 0.0,
+                    "judge_vs_env_agreement": 0.9}}))
+    judge = json.loads((rr.ROOT / "benchmarks" / "results" / "pusht_success_judge.json").read_text())
+    judge["summary"]["by_success_coverage"] = [
+        {"success_coverage": 0.8, "env_successes": 40, "agreement": 0.996, "precision": 0.95, "recall": 0.975}]
+    (tmp_path / "pusht_success_judge.json").write_text(json.dumps(judge))
+    text = rr.render()
+    assert "| CEM, MLE base world model | 50 | 21 | 0.42 | [0.29, 0.56] | 12.2 |" in text
+    assert "horizon 5, 32 samples, top 4, 3 iterations, 2 plans per episode" in text.replace("\n", " ")
+    assert "| expert | 0.70 | 0.80 | 0.90 | 10 |" in text
+    assert "Pearson 0.987, MMRV 0.000" in text.replace("\n", " ")
+    assert "`benchmarks/results/real2sim/mle/results.json`" in text.replace("\n", " ")
+    assert "| 0.8 | 40 | 0.996 | 0.950 | 0.975 |" in text
+
+
+def test_check_reports_a_stale_block_and_the_rewrite_touches_only_the_block(tmp_path, capsys):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# title\n\n## Results\n\n{rr.START}\nold numbers\n{rr.END}\n\n## After\n\nkept\n")
+    assert rr.main(["--check", "--readme", str(readme)]) == 1
+    assert "-old numbers" in capsys.readouterr().out
+    assert rr.main(["--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert text.startswith(f"# title\n\n## Results\n\n{rr.START}\n")
+    assert text.endswith(f"{rr.END}\n\n## After\n\nkept\n")
+    assert _block(text) == rr.render()
+    assert rr.main(["--check", "--readme", str(readme)]) == 0
+    # a README without the closing marker yet: the block ends at the next heading
+    readme.write_text(f"intro\n{rr.START}\nold\n\n## Next\n")
+    rr.main(["--readme", str(readme)])
+    assert readme.read_text() == f"intro\n{rr.START}\n{rr.render()}{rr.END}\n## Next\n"
+
+
+@pytest.mark.parametrize("p, shown", [(0.1468, "0.15"), (0.0005366, "5e-4"), (3.08e-39, "3e-39"),
+                                      (9.53e-44, "1e-43"), (float("nan"), "n/a")])
+def test_p_values_are_written_like_the_rest_of_readme(p, shown):
+    assert rr._p(p) == shown
