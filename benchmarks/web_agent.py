@@ -1,0 +1,183 @@
+"""Web agents on MiniWeb goal tasks: policy alone vs policy + world model (base, RLVR) vs policy + oracle.
+
+RLVR-World's downstream web result (WebArena success 12.06% -> 14.29% when the agent's world
+model is RLVR-trained) at the scale of this machine: every agent meets the same seeded goal
+episodes of `RLVRWorld/MiniWeb-Goal-v0`; the policy is the scripted expert with noise
+(`rlvr_envs.web.agent.ScriptedProposer`); the planning agents propose k candidates, predict
+each one's page changes with their world model and take the best by the rule-based value
+(`rule_value`). Agents:
+
+* `policy`: the proposer's first candidate, no world model;
+* `base`: + a MiniWeb world model trained by SFT (`--base-model DIR`);
+* `rlvr`: + the same after GRPO (`--rlvr-model DIR`);
+* `oracle`: + the true simulator (an upper bound for any world model with this value).
+
+An agent whose model is not given is skipped with a note.
+
+    python -m benchmarks.web_agent --episodes 100 --noise 0.5 --k 4 \\
+        --base-model runs/sft_miniweb/final --rlvr-model runs/grpo_miniweb/final
+
+Writes OUT/results.json (config, command, machine, per-episode rows, per-agent success with
+its Wilson 95% interval, seconds per episode, unparsable candidate predictions) and
+OUT/success.png (default OUT: benchmarks/results/web_agent/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(__file__).resolve().parent / "results" / "web_agent"
+AGENTS = ("policy", "base", "rlvr", "oracle")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--episodes", type=int, default=100, help="goal episodes (indices 0..N-1) per agent")
+    parser.add_argument("--seed", type=int, default=0, help="goal env seed (episodes are a pure function of it)")
+    parser.add_argument("--agent-seed", type=int, default=0, help="seed of the proposer's noise")
+    parser.add_argument("--noise", type=float, default=0.5, help="probability a proposal draw is a random action")
+    parser.add_argument("--k", type=int, default=4, help="candidates per step for the planning agents")
+    parser.add_argument("--max-steps", type=int, default=6, help="actions per episode before truncation")
+    parser.add_argument("--kinds", default=None, help="comma-separated goal kinds (default: all)")
+    parser.add_argument("--agents", default=",".join(AGENTS), help=f"comma-separated subset of {','.join(AGENTS)}")
+    parser.add_argument("--base-model", default=None, help="SFT (MLE) MiniWeb world model directory")
+    parser.add_argument("--rlvr-model", default=None, help="GRPO (RLVR) MiniWeb world model directory")
+    parser.add_argument("--tokenizer", default=None, help="world models' tokenizer (default: the model dir's own, "
+                                                          "else the embedded MiniWeb one)")
+    parser.add_argument("--max-new-tokens", type=int, default=512, help="response budget of the language models")
+    parser.add_argument("--threads", type=int, default=2, help="torch threads for the language models")
+    parser.add_argument("--out", default=str(RESULTS), help="output folder")
+    return parser
+
+
+def validate(args: argparse.Namespace) -> list[str]:
+    agents = [a.strip() for a in args.agents.split(",") if a.strip()]
+    unknown = [a for a in agents if a not in AGENTS]
+    if not agents or unknown:
+        raise SystemExit(f"--agents must be a subset of {','.join(AGENTS)}, got {args.agents!r}")
+    if args.episodes < 1 or args.k < 1 or args.max_new_tokens < 1 or args.threads < 1:
+        raise SystemExit("--episodes, --k, --max-new-tokens and --threads must be positive")
+    if not 0.0 <= args.noise <= 1.0:
+        raise SystemExit(f"--noise must be in [0, 1], got {args.noise}")
+    for flag in ("base_model", "rlvr_model"):
+        path = getattr(args, flag)
+        if path is not None and not (Path(path).expanduser() / "config.json").is_file():
+            raise SystemExit(f"--{flag.replace('_', '-')} {path}: no Hugging Face model there (config.json missing)")
+    return agents
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    from rlvr_envs.planning.cem import wilson_interval
+
+    n, wins = len(rows), sum(r["success"] for r in rows)
+    predictions, unparsable = sum(r["predictions"] for r in rows), sum(r["unparsable"] for r in rows)
+    low, high = wilson_interval(wins, n)
+    return {"episodes": n, "successes": wins, "success_rate": wins / n if n else float("nan"), "ci95": [low, high],
+            "mean_steps": sum(r["steps"] for r in rows) / n if n else float("nan"),
+            "invalid_actions": sum(r["invalid_actions"] for r in rows),
+            "seconds_per_episode": sum(r["seconds"] for r in rows) / n if n else float("nan"),
+            "predictions": predictions, "unparsable": unparsable,
+            "unparsable_rate": unparsable / predictions if predictions else 0.0}
+
+
+def plot(summary: dict[str, dict[str, Any]], title: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(summary)
+    rates = [summary[n]["success_rate"] for n in names]
+    errors = [[r - summary[n]["ci95"][0] for n, r in zip(names, rates)],
+              [summary[n]["ci95"][1] - r for n, r in zip(names, rates)]]
+    colors = {"policy": "grey", "base": "tab:orange", "rlvr": "tab:blue", "oracle": "tab:green"}
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    ax.bar(range(len(names)), rates, yerr=errors, capsize=6, color=[colors.get(n, "tab:purple") for n in names])
+    for i, rate in enumerate(rates):
+        ax.text(i, rate / 2, f"{100 * rate:.0f}%", ha="center", color="white", fontsize=9)
+    ax.set_xticks(range(len(names)), names)
+    ax.set(ylim=(0, 1.05), ylabel="success rate (Wilson 95% CI)", title=title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def make_agent(name: str, env: Any, args: argparse.Namespace):
+    from rlvr_envs.web.agent import LanguageWorldModel, ModelPredictiveAgent, OracleWorldModel, ScriptedProposer
+
+    proposer = ScriptedProposer(env, args.noise)
+    if name == "policy":
+        return ModelPredictiveAgent(proposer, None, k=1)
+    if name == "oracle":
+        return ModelPredictiveAgent(proposer, OracleWorldModel(env), k=args.k)
+    import torch
+
+    torch.set_num_threads(args.threads)
+    model = args.base_model if name == "base" else args.rlvr_model
+    world_model = LanguageWorldModel(model, args.tokenizer, max_new_tokens=args.max_new_tokens)
+    return ModelPredictiveAgent(proposer, world_model, k=args.k)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tqdm.auto import tqdm
+
+    from rlvr_envs.web.agent import run_episode
+    from rlvr_envs.web.goals import MiniWebGoalEnv
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    agents = validate(args)
+    kinds = tuple(k.strip() for k in args.kinds.split(",")) if args.kinds else None
+    try:
+        env = MiniWebGoalEnv(seed=args.seed, max_steps=args.max_steps, kinds=kinds)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    skipped = {}
+    for name, flag in (("base", "base_model"), ("rlvr", "rlvr_model")):
+        if name in agents and getattr(args, flag) is None:
+            skipped[name] = f"--{flag.replace('_', '-')} not given"
+            print(f"note: agent {name!r} skipped ({skipped[name]})")
+    agents = [a for a in agents if a not in skipped]
+    rows: list[dict[str, Any]] = []
+    summary: dict[str, dict[str, Any]] = {}
+    for name in agents:
+        agent = make_agent(name, env, args)
+        mine = []
+        for index in tqdm(range(args.episodes), desc=f"agent {name}"):
+            # every agent meets the same episodes with the same proposer seed (paired comparison)
+            row = run_episode(env, agent, index, seed=args.agent_seed * 1_000_003 + index)
+            mine.append({"agent": name, **row})
+        rows += mine
+        summary[name] = summarize(mine)
+    report = {
+        "command": "python -m benchmarks.web_agent " + " ".join(shlex.quote(a) for a in argv),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, CPU, torch threads {args.threads}",
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "config": {**vars(args), "agents": agents, "kinds": list(env.config.goal_kinds()),
+                   "value": "rlvr_envs.web.agent.rule_value", "proposer": "ScriptedProposer (noisy scripted expert)",
+                   "policy_candidates": 1},
+        "skipped": skipped, "summary": summary, "rows": rows}
+    (out / "results.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if summary:
+        plot(summary, f"MiniWeb goals: {args.episodes} episodes, noise {args.noise}, k {args.k}", out / "success.png")
+    print(f"{'agent':<8} {'success':>8} {'95% CI':>15} {'s/episode':>10} {'unparsable':>11}")
+    for name, s in summary.items():
+        interval = f"[{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]"
+        print(f"{name:<8} {s['success_rate']:>8.3f} {interval:>15} {s['seconds_per_episode']:>10.3f} "
+              f"{s['unparsable']:>5}/{s['predictions']:<5}")
+    print(f"wrote {out / 'results.json'}" + (f" and {out / 'success.png'}" if summary else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
