@@ -96,8 +96,9 @@ def plot(summary: dict[str, dict[str, Any]], title: str, path: Path) -> None:
 
     names = list(summary)
     rates = [summary[n]["success_rate"] for n in names]
-    errors = [[r - summary[n]["ci95"][0] for n, r in zip(names, rates)],
-              [summary[n]["ci95"][1] - r for n, r in zip(names, rates)]]
+    # max(0, ...): at a rate of 0 or 1 the interval's end equals the rate up to rounding
+    errors = [[max(0.0, r - summary[n]["ci95"][0]) for n, r in zip(names, rates)],
+              [max(0.0, summary[n]["ci95"][1] - r) for n, r in zip(names, rates)]]
     colors = {"policy": "grey", "base": "tab:orange", "rlvr": "tab:blue", "oracle": "tab:green"}
     fig, ax = plt.subplots(figsize=(5.5, 3.8))
     ax.bar(range(len(names)), rates, yerr=errors, capsize=6, color=[colors.get(n, "tab:purple") for n in names])

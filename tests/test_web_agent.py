@@ -240,3 +240,13 @@ def test_benchmark_end_to_end(tmp_path, capsys):
         main(["--agents", "policy,psychic", "--out", str(tmp_path)])
     with pytest.raises(SystemExit, match="config.json"):
         main(["--base-model", str(tmp_path / "none"), "--out", str(tmp_path)])
+
+
+def test_benchmark_plot_takes_rates_of_zero_and_one(tmp_path):
+    from benchmarks.web_agent import plot, summarize
+
+    rows = [{"success": True, "steps": 1, "invalid_actions": 0, "seconds": 0.1, "predictions": 4, "unparsable": 1}]
+    summary = {"oracle": summarize(rows * 100), "policy": summarize([{**rows[0], "success": False}] * 100)}
+    assert summary["oracle"]["success_rate"] == 1.0 and summary["oracle"]["unparsable_rate"] == 0.25
+    plot(summary, "rates at the ends", tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").exists()
