@@ -91,20 +91,33 @@ ENVS: tuple[EnvEntry, ...] = (
 )
 
 
-#: learned simulators: a world model wrapped as the original task's env (plain gymnasium envs,
-#: not next-state-prediction tasks): id -> (entry point, description, fixed arguments)
+@dataclass(frozen=True)
+class PlainEnv:
+    """A plain gymnasium env (not a next-state-prediction task): a learned simulator or an agent env."""
+
+    entry_point: str
+    modality: str  #: the README table's column
+    reward: str
+    description: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
 LEARNED_SIM = "rlvr_envs.simulators.learned:LearnedPushTSim"
-SIMULATORS: dict[str, tuple[str, str, dict[str, Any]]] = {
-    "RLVRWorld/PushT-LearnedSim-v0": (
-        LEARNED_SIM, "PushT simulated by the shipped MLE single-step world model (action: a chunk of 5 targets; "
-        "`model=` for another)", {}),
-    "RLVRWorld/PushT-LearnedSim-RLVR-v0": (
-        LEARNED_SIM, "PushT simulated by the shipped GRPO-post-trained single-step world model",
+JUDGED = "success judged from the predicted frame"
+#: plain envs by id: learned simulators (a world model wrapped as the original task's env)
+#: and agent envs whose dynamics a world model can be asked to predict
+SIMULATORS: dict[str, PlainEnv] = {
+    "RLVRWorld/PushT-LearnedSim-v0": PlainEnv(
+        LEARNED_SIM, "learned simulator", JUDGED,
+        "PushT simulated by the shipped MLE single-step world model (action: a chunk of 5 targets; `model=` for "
+        "another)"),
+    "RLVRWorld/PushT-LearnedSim-RLVR-v0": PlainEnv(
+        LEARNED_SIM, "learned simulator", JUDGED,
+        "PushT simulated by the shipped GRPO-post-trained single-step world model",
         {"model": str(VIDEO_ASSETS / "pusht_single_step_rlvr_model")}),
-    "RLVRWorld/MiniWeb-Goal-v0": (
-        "rlvr_envs.web.goals:MiniWebGoalEnv",
-        "MiniWeb goal tasks for web agents, an agent env and not a learned simulator "
-        "(action: a WebArena action string; reward 1 when the goal holds on the true site state)", {}),
+    "RLVRWorld/MiniWeb-Goal-v0": PlainEnv(
+        "rlvr_envs.web.goals:MiniWebGoalEnv", "web agent", "1 when the goal holds on the true site state",
+        "MiniWeb goal tasks for web agents (action: a WebArena action string from the page's affordances)"),
 }
 
 
@@ -116,9 +129,9 @@ def register_envs() -> None:
         if entry.id not in gym.registry:
             gym.register(entry.id, entry_point=ENTRY_POINT, vector_entry_point=VECTOR_ENTRY_POINT,
                          kwargs={"task": entry.task, **entry.kwargs})
-    for env_id, (entry_point, _, kwargs) in SIMULATORS.items():
+    for env_id, plain in SIMULATORS.items():
         if env_id not in gym.registry:
-            gym.register(env_id, entry_point=entry_point, kwargs=kwargs)
+            gym.register(env_id, entry_point=plain.entry_point, kwargs=dict(plain.kwargs))
 
 
 def entry(env_id: str) -> EnvEntry:
@@ -132,6 +145,6 @@ def markdown_table() -> str:
     """The env table of README.md (generated, never typed: `rlvr-world list --markdown`)."""
     lines = ["| id | modality | reward | what |", "|---|---|---|---|"]
     lines += [f"| `{e.id}` | {e.modality} | {e.reward} | {e.description} |" for e in ENVS]
-    lines += [f"| `{env_id}` | learned simulator | success judged from the predicted frame | {what} |"
-              for env_id, (_, what, _) in SIMULATORS.items()]
+    lines += [f"| `{env_id}` | {plain.modality} | {plain.reward} | {plain.description} |"
+              for env_id, plain in SIMULATORS.items()]
     return "\n".join(lines)
