@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from trainers.grpo import Args
-from trainers.grpo_video import grpo_loss, group_advantages
+from trainers.grpo_video import grpo_loss, group_advantages, rloo_advantages, rloo_loss
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -71,6 +71,54 @@ def test_loss_equals_trls_on_a_fixed_batch(loss_type):
     torch.testing.assert_close(ours, theirs)
 
 
+def test_rloo_loss_equals_trls_on_a_fixed_batch():
+    """TRL 1.16's own `RLOOTrainer._compute_loss` (model forward stubbed): sequence-level ratio."""
+    from trl import RLOOTrainer
+
+    generator = torch.Generator().manual_seed(1)
+    batch, length = 6, 9
+    logps = -torch.rand(batch, length, generator=generator) * 3
+    old = logps + 0.12 * torch.randn(batch, length, generator=generator)  # ratios on both sides of the clip
+    advantages = torch.randn(batch, generator=generator)
+    mask = torch.ones(batch, length)
+    mask[:, 4:6] = 0
+    mask[0, 7:] = 0
+
+    class Accelerator:
+        def reduce(self, x, reduction="sum"):
+            return x
+
+        def gather(self, x):
+            return x
+
+        gather_for_metrics = gather
+
+    fake = types.SimpleNamespace(
+        aux_loss_enabled=False, epsilon_low=0.2, epsilon_high=0.2, model=types.SimpleNamespace(training=True),
+        accelerator=Accelerator(), _metrics=collections.defaultdict(lambda: collections.defaultdict(list)),
+        _get_per_token_logps_and_entropies=lambda *a, **k: (logps, torch.zeros_like(logps), None))
+    inputs = {"prompt_ids": torch.zeros(batch, 3, dtype=torch.long), "prompt_mask": torch.ones(batch, 3),
+              "completion_ids": torch.zeros(batch, length, dtype=torch.long), "completion_mask": mask,
+              "advantages": advantages, "old_logps": (old * mask).sum(1)}
+    theirs = RLOOTrainer._compute_loss(fake, None, inputs)
+    ours, stats = rloo_loss(logps, old, advantages, mask, clip=0.2)
+    torch.testing.assert_close(ours, theirs)
+    assert 0.0 < stats["clip_fraction"] < 1.0  # the batch exercises the clip
+
+
+def test_rloo_advantages_are_leave_one_out_with_the_kl_in_the_reward():
+    rewards = torch.tensor([[1.0, 2.0, 3.0, 6.0], [0.5, 0.5, 0.5, 0.5]])
+    kl = torch.tensor([[0.0, 1.0, 0.0, 2.0], [0.0, 0.0, 0.0, 0.0]])
+    plain = rloo_advantages(rewards)
+    torch.testing.assert_close(plain[0, 0], torch.tensor(1.0 - (2.0 + 3.0 + 6.0) / 3))
+    assert torch.equal(plain[1], torch.zeros(4))
+    penalised = rloo_advantages(rewards, kl, beta=0.5)
+    shaped = rewards - 0.5 * kl
+    torch.testing.assert_close(penalised[0, 3], shaped[0, 3] - shaped[0, :3].mean())
+    with pytest.raises(ValueError, match="KL"):
+        rloo_advantages(rewards, None, beta=0.5)
+
+
 def test_group_advantages_match_trl_and_zero_spread_groups_get_none():
     rewards = torch.tensor([[1.0, 2.0, 3.0, 6.0], [0.5, 0.5, 0.5, 0.5]])
     scaled = group_advantages(rewards)
@@ -85,6 +133,8 @@ def test_group_advantages_match_trl_and_zero_spread_groups_get_none():
     ({"loss_type": "ppo"}, "loss_type must be one of"),
     ({"env_kwargs": ("reward",)}, "key=value"),
     ({"beta": -1.0}, "beta >= 0"),
+    ({"algorithm": "ppo"}, "algorithm must be one of"),
+    ({"algorithm": "rloo", "loss_type": "dapo"}, "GRPO only"),
 ])
 def test_impossible_configs_fail_before_any_work(change, message):
     with pytest.raises(ValueError, match=message):
@@ -163,7 +213,7 @@ def test_model_whose_vocabulary_is_not_the_tasks_fails_naming_both(tmp_path):
         main(args)
 
 
-@pytest.mark.parametrize("extra", [(), ("--lora-r", "4")], ids=["full", "lora"])
+@pytest.mark.parametrize("extra", [(), ("--lora-r", "4"), ("--algorithm", "rloo")], ids=["full", "lora", "rloo"])
 def test_two_steps_end_to_end_write_a_card_and_a_plain_model(tiny_setup, tmp_path, extra):
     """A short run in-process: a card with start and final held-out metrics, and a model
     that loads as a plain causal LM (LoRA merged)."""
@@ -176,7 +226,7 @@ def test_two_steps_end_to_end_write_a_card_and_a_plain_model(tiny_setup, tmp_pat
     card = main(args)
     assert card["steps"] == 2
     assert card["command"].startswith("python -m trainers.grpo --env-kwargs reward=mae data_dir=")
-    assert ("--lora-r 4" in card["command"]) == bool(extra)
+    assert " ".join(extra) in card["command"] and ("--lora-r" in card["command"]) == ("--lora-r" in extra)
     loaded = LlamaForCausalLM.from_pretrained(tmp_path / "run")
     assert not any("lora" in name for name, _ in loaded.named_parameters())
     for key in ("start", "final"):

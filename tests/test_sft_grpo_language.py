@@ -102,6 +102,15 @@ def test_grpo_language_with_lora_saves_a_merged_model(sft_model, tmp_path):
     assert not (tmp_path / "final" / "adapter_config.json").exists()  # merged: loads as a plain model
 
 
+def test_rloo_runs_through_trls_rloo_trainer(sft_model, tmp_path):
+    from trainers.grpo import main
+
+    results = main(grpo_args(str(sft_model / "final"), tmp_path, algorithm="rloo", eval_windows=1))
+    assert results["steps"] == 1 and results["reward_failures"] == 0 and results["args"]["algorithm"] == "rloo"
+    logged = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert any("frac_reward_zero_std" in entry for entry in logged)
+
+
 def test_impossible_configs_fail_before_training(sft_model, tmp_path, monkeypatch):
     from transformers import AutoTokenizer
 

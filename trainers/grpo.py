@@ -3,6 +3,9 @@
     python -m trainers.grpo --env-id RLVRWorld/PushT-SingleStep-v0 --out runs/grpo_pusht
     python -m trainers.grpo --env-id RLVRWorld/MiniTextWorld-v0 --model runs/sft_mtw --out runs/grpo_mtw
 
+`--algorithm rloo` swaps in RLOO (TRL's `RLOOTrainer` for language; for video the same loop
+with TRL's RLOO loss and leave-one-out advantages), so the two compare on one budget.
+
 One argument dataclass for every modality. Video ids run our own readable GRPO loop
 (`trainers.grpo_video`): the env's given action tokens are forced during generation and
 carry no loss, which TRL's generation cannot do. Language ids run TRL's `GRPOTrainer`
@@ -18,6 +21,7 @@ from typing import Any
 from trainers.common import parse_dataclass_args, parse_env_kwargs
 
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo")
+ALGORITHMS = ("grpo", "rloo")
 
 
 @dataclass
@@ -32,7 +36,8 @@ class Args:
     group_size: int = 8  #: samples per prompt (the paper: 16 video, 5 language)
     beta: float = 1e-3  #: KL coefficient against the frozen starting model (0 = no reference model)
     clip: float = 0.2  #: PPO-style ratio clip epsilon
-    loss_type: str = "grpo"  #: one of LOSS_TYPES (how token losses are aggregated)
+    algorithm: str = "grpo"  #: "grpo" or "rloo" (leave-one-out baseline, sequence-level ratio, KL in the reward: TRL's RLOO)
+    loss_type: str = "grpo"  #: one of LOSS_TYPES (how GRPO's token losses are aggregated; RLOO has one loss)
     updates_per_step: int = 1  #: gradient steps on each batch of samples (GRPO's mu)
     temperature: float = 1.0
     top_k: int = 0  #: 0 = no top-k filtering while sampling
@@ -52,6 +57,10 @@ class Args:
     def validate(self) -> "Args":
         if self.loss_type not in LOSS_TYPES:
             raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
+        if self.algorithm == "rloo" and self.loss_type != "grpo":
+            raise ValueError("loss_type applies to GRPO only; RLOO has a single sequence-level loss")
         if self.group_size < 2:
             raise ValueError(f"group_size must be >= 2 (GRPO compares samples of one prompt), got {self.group_size}")
         for name in ("steps", "prompts_per_step", "updates_per_step", "eval_every", "checkpoint_every",

@@ -46,7 +46,7 @@ def build(args: Args) -> dict[str, Any]:
     """Everything checked and built before training (tasks, dataset, reward, GRPO config);
     every impossible config fails here with its reason."""
     from transformers import AutoConfig
-    from trl import GRPOConfig
+    from trl import GRPOConfig, RLOOConfig
 
     from rlvr_envs.integrations import task_from_env_id
     from rlvr_envs.integrations.trl import RewardFunction, prompt_dataset
@@ -77,15 +77,16 @@ def build(args: Args) -> dict[str, Any]:
               f"({longest_gold} tokens + EOS); those transitions cannot be answered in full")
 
     mu = args.updates_per_step
-    config = GRPOConfig(
+    Config, extra = (RLOOConfig, {}) if args.algorithm == "rloo" else (GRPOConfig, {"loss_type": args.loss_type})
+    config = Config(
         output_dir=args.out, max_steps=args.steps * mu, per_device_train_batch_size=batch // world,
         gradient_accumulation_steps=1, num_generations=args.group_size, num_iterations=mu,
         learning_rate=args.lr, lr_scheduler_type="constant", beta=args.beta, epsilon=args.clip,
-        loss_type=args.loss_type, temperature=args.temperature, top_k=args.top_k,
+        temperature=args.temperature, top_k=args.top_k,
         max_completion_length=args.max_completion_len, logging_steps=1, save_strategy="steps",
         save_steps=args.checkpoint_every * mu, save_total_limit=2, report_to=report_to(args.logging),
         seed=args.seed, data_seed=args.seed, log_completions=False, dataloader_num_workers=0,
-        **device_kwargs(False))
+        **extra, **device_kwargs(False))
     return {"train_task": train_task, "eval_task": eval_task, "env_kwargs": env_kwargs, "config": config,
             "dataset": prompt_dataset(args.env_id, task=train_task),
             "reward": RewardFunction(args.env_id, task=train_task), "resume_from": resume_from, "world": world}
@@ -93,7 +94,7 @@ def build(args: Args) -> dict[str, Any]:
 
 def train(args: Args) -> dict[str, Any]:
     import torch
-    from trl import GRPOTrainer
+    from trl import GRPOTrainer, RLOOTrainer
 
     from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, held_out_indices
     from trainers.sft import finish_run, lora_config
@@ -108,7 +109,8 @@ def train(args: Args) -> dict[str, Any]:
     print(f"GRPO on {args.env_id}: {len(train_task)} training prompts, {len(evaluator.indices)} held-out, "
           f"{args.prompts_per_step} prompts x {args.group_size} samples per step over {parts['world']} process(es), "
           f"model {args.model}")
-    trainer = GRPOTrainer(model=args.model, reward_funcs=reward, args=parts["config"],
+    Trainer = RLOOTrainer if args.algorithm == "rloo" else GRPOTrainer
+    trainer = Trainer(model=args.model, reward_funcs=reward, args=parts["config"],
                           train_dataset=parts["dataset"], processing_class=train_task.tokenizer,
                           callbacks=[evaluator, JsonlLog(out / "log.jsonl")],
                           peft_config=lora_config(args.lora_r, args.lora_alpha) if args.lora_r > 0 else None)

@@ -8,7 +8,7 @@ generated frame, exactly as the env does), score them with the env's own verifie
 batched decode and metric call), turn rewards into group-relative advantages, and take
 `updates_per_step` clipped policy-gradient steps with a KL penalty (k3 estimator) against
 the frozen starting model. The loss is TRL's `GRPOTrainer` loss term for term (tested on a
-fixed batch), with two differences that TRL's generation cannot express: forced action
+fixed batch; `--algorithm rloo`: TRL's `RLOOTrainer` loss and leave-one-out advantages, also tested), with two differences that TRL's generation cannot express: forced action
 tokens carry no loss, and log-probabilities are taken over the frame codes only, the
 distribution the sampler actually draws from.
 
@@ -85,6 +85,31 @@ def grpo_loss(logps: torch.Tensor, old_logps: torch.Tensor, ref_logps: torch.Ten
     stats = {"kl": float((kl.detach() * mask).sum() / tokens),
              "clip_fraction": float((is_clipped * mask).sum() / tokens)}
     return loss, stats
+
+
+def rloo_advantages(rewards: torch.Tensor, kl: torch.Tensor | None = None, beta: float = 0.0) -> torch.Tensor:
+    """[P, G] rewards -> [P, G] RLOO advantages (TRL's `RLOOTrainer`, normalize_advantages=False):
+    the reward minus `beta` x the sequence's KL to the reference (`kl` [P, G]: the sum over
+    loss tokens of old - ref log-probs), minus the mean of the group's other samples."""
+    if beta != 0.0:
+        if kl is None:
+            raise ValueError("beta > 0 needs each sequence's KL to the reference")
+        rewards = rewards - beta * kl
+    group = rewards.shape[1]
+    baselines = (rewards.sum(dim=1, keepdim=True) - rewards) / (group - 1)
+    return rewards - baselines
+
+
+def rloo_loss(logps: torch.Tensor, old_logps: torch.Tensor, advantages: torch.Tensor,
+              mask: torch.Tensor, clip: float) -> tuple[torch.Tensor, dict[str, float]]:
+    """TRL's RLOO loss: a sequence-level importance ratio (exp of the summed log-prob change
+    over loss tokens), two-sided clip, mean over sequences; the KL is in the advantages."""
+    mask = mask.to(logps.dtype)
+    ratio = torch.exp(((logps - old_logps) * mask).sum(1))
+    clipped = torch.clamp(ratio, 1 - clip, 1 + clip)
+    loss = -torch.min(ratio * advantages, clipped * advantages).mean()
+    is_clipped = ((ratio < 1 - clip) & (advantages < 0)) | ((ratio > 1 + clip) & (advantages > 0))
+    return loss, {"clip_fraction": float(is_clipped.float().mean())}
 
 
 def response_logps(model, prompts: torch.Tensor, responses: torch.Tensor, frame_codes: int,
@@ -274,7 +299,7 @@ def train(args) -> dict:
             log.flush()
             continue
         rewards = torch.tensor([r.reward for r in results], dtype=torch.float32).view(per_step, group)
-        advantages = group_advantages(rewards, scale=args.loss_type != "dr_grpo").reshape(-1)
+        advantages = group_advantages(rewards, scale=args.loss_type != "dr_grpo").reshape(-1)  # GRPO's
         spread = (rewards.std(dim=1) > 0).repeat_interleave(group)
         generated = time.perf_counter()
         record = {"step": step + 1, "reward": float(rewards.mean()), "reward_std": float(rewards.std(dim=1).mean()),
@@ -286,16 +311,26 @@ def train(args) -> dict:
             mask = loss_mask.unsqueeze(0).expand(len(keep), -1)
             with torch.no_grad():
                 # one update per batch: the sampling policy is the current one (TRL skips this forward too)
-                old = None if args.updates_per_step == 1 else \
+                rloo = args.algorithm == "rloo"
+                old = None if args.updates_per_step == 1 and not (rloo and args.beta) else \
                     response_logps(model, batch_prompts, batch_responses, frame_codes, args.temperature)
                 ref = None if not args.beta else \
                     response_logps(reference, batch_prompts, batch_responses, frame_codes, args.temperature)
+                if rloo:  # whole groups are kept, so the kept rewards regroup as [groups, G]
+                    kl = None if ref is None else ((old - ref) * mask).sum(1).view(-1, group)
+                    advantages_kept = rloo_advantages(rewards.reshape(-1)[keep].view(-1, group), kl,
+                                                      args.beta).reshape(-1)
+                else:
+                    advantages_kept = advantages[keep]
             model.train()
             for _ in range(args.updates_per_step):
                 logps = response_logps(model, batch_prompts, batch_responses, frame_codes, args.temperature)
                 old = logps.detach() if old is None else old
-                loss, stats = grpo_loss(logps, old, ref, advantages[keep], mask, args.clip, args.beta,
-                                        args.loss_type, layout.response_len)
+                if rloo:
+                    loss, stats = rloo_loss(logps, old, advantages_kept, mask, args.clip)
+                else:
+                    loss, stats = grpo_loss(logps, old, ref, advantages_kept, mask, args.clip, args.beta,
+                                            args.loss_type, layout.response_len)
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
