@@ -48,7 +48,8 @@ def evaluate_models(models: dict[str, str], args) -> dict:
     """Per-transition metrics of every model on the same transitions and sampling seeds."""
     import torch
 
-    from rlvr_envs.video.evaluation import paired_difference, score_baselines, score_world_model, summarize
+    from rlvr_envs.video.evaluation import (held_out_indices, paired_difference, score_baselines, score_world_model,
+                                            summarize)
     from rlvr_envs.video.world_model import load_world_model
     from trainers.grpo import Args as GRPOArgs
     from trainers.grpo_video import build_held_out
@@ -56,8 +57,7 @@ def evaluate_models(models: dict[str, str], args) -> dict:
     torch.set_num_threads(args.threads)
     grpo_args = GRPOArgs(env_id=env_id(args.layout), env_kwargs=("reward=mae", f"data_dir={args.data}"))
     held_out = build_held_out(grpo_args)
-    indices = sorted(np.random.default_rng(12345).choice(len(held_out), size=min(args.eval_windows, len(held_out)),
-                                                          replace=False).tolist())
+    indices = held_out_indices(len(held_out), args.eval_windows)
     scores = {}
     for name, directory in models.items():
         model = load_world_model(directory, held_out.vocab)

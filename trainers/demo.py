@@ -129,7 +129,7 @@ def main(args: Args) -> dict:
 
     from rlvr_envs.core.factory import build_task
     from rlvr_envs.registration import entry
-    from rlvr_envs.video.evaluation import paired_difference, score_baselines, summarize
+    from rlvr_envs.video.evaluation import held_out_indices, paired_difference, score_baselines, summarize
     from rlvr_envs.video.task import shipped_world_model
     from rlvr_envs.video.world_model import load_world_model
     from trainers import grpo
@@ -142,8 +142,7 @@ def main(args: Args) -> dict:
     print(f"[1/4] loading the shipped PushT tokenizer and MLE world model; held-out set for {ENV_ID}", flush=True)
     task = build_task(entry(ENV_ID).task, **entry(ENV_ID).kwargs, reward="mae")
     base = shipped_world_model(task)
-    indices = sorted(np.random.default_rng(12345).choice(len(task), size=min(args.eval_windows, len(task)),
-                                                         replace=False).tolist())
+    indices = held_out_indices(len(task), args.eval_windows)
     print(f"[2/4] evaluating the MLE base on {len(indices)} held-out transitions x {args.eval_seeds} seeds", flush=True)
     scores = {"mle_base": evaluate(base, task, indices, args.eval_seeds)}
 

@@ -214,6 +214,7 @@ def find_checkpoint(out: Path) -> Path | None:
 def train(args) -> dict:
     from tqdm.auto import tqdm
 
+    from rlvr_envs.video.evaluation import held_out_indices
     from rlvr_envs.video.world_model import generate_responses, save_world_model
 
     args.validate()
@@ -228,8 +229,7 @@ def train(args) -> dict:
     started_from = start_model_dir(args, held_out)
     train_task = build_training(args, held_out)
     layout, frame_codes = train_task.layout, train_task.vocab.frame_codes
-    eval_indices = sorted(np.random.default_rng(12345).choice(
-        len(held_out), size=min(args.eval_windows, len(held_out)), replace=False).tolist())
+    eval_indices = held_out_indices(len(held_out), args.eval_windows)
     group, per_step = args.group_size, args.prompts_per_step
     print(f"{len(train_task)} training transitions, {len(eval_indices)} held-out; {per_step} prompts x {group} "
           f"samples per step", flush=True)

@@ -32,6 +32,7 @@ from trainers.common import parse_dataclass_args
 class Args:
     env_id: str = "RLVRWorld/MiniTextWorld-v0"
     total_timesteps: int = 20_000
+    max_seconds: float = 0.0  #: also stop learning after this much wall time (0 = no limit), for equal-time comparisons
     n_envs: int = 4
     n_steps: int = 256  # rollout length per env between updates
     batch_size: int = 256
@@ -43,8 +44,8 @@ class Args:
     env_kwargs: str = "{}"  # JSON of extra gym.make arguments, e.g. '{"difficulty": "easy"}'
 
     def validate(self) -> None:
-        if self.total_timesteps < 1 or self.n_envs < 1 or self.n_steps < 1:
-            raise ValueError("total_timesteps, n_envs and n_steps must be positive")
+        if self.total_timesteps < 1 or self.n_envs < 1 or self.n_steps < 1 or self.max_seconds < 0:
+            raise ValueError("total_timesteps, n_envs and n_steps must be positive and max_seconds >= 0")
         if (self.n_steps * self.n_envs) % self.batch_size:
             raise ValueError("n_steps * n_envs must be a multiple of batch_size")
         json.loads(self.env_kwargs)
@@ -55,19 +56,21 @@ EXPECTATION = ("a token-level PPO agent from scratch is a baseline: on this budg
 
 
 class ProgressBar:
-    """SB3 callback showing timesteps done (SB3's own bar needs the optional `rich`)."""
+    """SB3 callback showing timesteps done (SB3's own bar needs the optional `rich`); with
+    `max_seconds` > 0 it also ends learning once that much wall time has passed."""
 
-    def __new__(cls, total: int):
+    def __new__(cls, total: int, max_seconds: float = 0.0):
         from stable_baselines3.common.callbacks import BaseCallback
         from tqdm.auto import tqdm
 
         class _Bar(BaseCallback):
             def _on_training_start(self) -> None:
                 self.bar = tqdm(total=total, desc="PPO", unit="step")
+                self.began = time.perf_counter()
 
             def _on_step(self) -> bool:
                 self.bar.update(self.training_env.num_envs)
-                return True
+                return not (max_seconds and time.perf_counter() - self.began >= max_seconds)
 
             def _on_training_end(self) -> None:
                 self.bar.close()
@@ -108,7 +111,7 @@ def main(args: Args) -> dict:
     eval_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("mode", "render_mode")}
     before = evaluate(model, args.env_id, eval_kwargs, args.eval_episodes, args.seed, "eval before")
     start = time.perf_counter()
-    model.learn(total_timesteps=args.total_timesteps, callback=ProgressBar(args.total_timesteps))
+    model.learn(total_timesteps=args.total_timesteps, callback=ProgressBar(args.total_timesteps, args.max_seconds))
     seconds = time.perf_counter() - start
     after = evaluate(model, args.env_id, eval_kwargs, args.eval_episodes, args.seed, "eval after")
 

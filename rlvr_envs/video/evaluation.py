@@ -14,6 +14,27 @@ from dataclasses import dataclass
 import numpy as np
 
 METRICS = ("mae", "mse", "psnr", "ssim", "repetition")
+#: the seed that picks held-out transitions, shared by every trainer and benchmark so their numbers pair
+HELD_OUT_SEED = 12345
+
+
+def held_out_indices(size: int, count: int, seed: int = HELD_OUT_SEED) -> list[int]:
+    """`count` distinct transitions of a held-out task of `size` (all when it has fewer), sorted."""
+    return sorted(np.random.default_rng(seed).choice(size, size=min(int(count), size), replace=False).tolist())
+
+
+def best_of_n(model, task, indices: Sequence[int], n: int, seed: int = 0, temperature: float = 1.0,
+              top_k: int | None = None) -> dict[str, np.ndarray]:
+    """Per-transition metrics of the best of `n` samples by the verifier's reward (oracle
+    selection: it reads the true next frame, so it is a reference, not a deployable model).
+    Sample j of every transition uses `score_world_model`'s seeds offset by 1000 * j, so
+    best-of-n and best-of-(n+1) share their first n samples."""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    draws = [score_world_model(model, task, indices, seed + 1000 * j, temperature, top_k) for j in range(n)]
+    best = np.argmax(np.stack([d["reward"] for d in draws]), axis=0)
+    rows = np.arange(len(best))
+    return {key: np.stack([d[key] for d in draws])[best, rows] for key in draws[0]}
 
 
 def score_world_model(model, task, indices: Sequence[int], seed: int = 0, temperature: float = 1.0,

@@ -1,0 +1,206 @@
+"""RL algorithms compared on one world-model task at one budget: GRPO, Dr. GRPO, RLOO, SB3 PPO, best-of-N.
+
+    python -m benchmarks.rl_algorithms --data data/pusht64 --steps 40 --seeds 0 1 --threads 2
+
+Task: `RLVRWorld/PushT-SingleStep-v0` with the verified reward -MAE of the decoded frame.
+
+* grpo, dr_grpo, rloo: `trainers.grpo` from the same start model (default: the shipped MLE
+  model) with the same steps, prompts x group, learning rate, KL and seeds; they differ
+  only in `--loss-type dr_grpo` and `--algorithm rloo`.
+* sb3_ppo: SB3 PPO on the env's token mode (`trainers.sb3_ppo`: a from-scratch MLP policy,
+  no world model), for the mean wall time of the GRPO runs. Its held-out number is its own
+  evaluation (deterministic policy, the first `--sb3-eval` held-out transitions).
+* best_of_n: no training: `n` samples of the start model per held-out transition, the best
+  by the verifier (oracle selection: it reads the true frame), at the group size and below.
+
+Held-out: the same `--eval-windows` transitions of `--data`'s test split for every GRPO-family
+run and best-of-N (`rlvr_envs.video.evaluation.held_out_indices`), one sampled response each
+(temperature 1). Runs live in `--runs/<method>_seed<k>` and are reused when their card exists,
+so an interrupted benchmark continues where it stopped. Writes `--out`.{json,md,png}:
+training reward against steps and wall time, and held-out sampled MAE per method and seed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results" / "rl_algorithms"
+ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
+#: the GRPO-family methods: extra `trainers.grpo` flags
+POLICY_GRADIENT = {"grpo": [], "dr_grpo": ["--loss-type", "dr_grpo"], "rloo": ["--algorithm", "rloo"]}
+METHODS = (*POLICY_GRADIENT, "sb3_ppo", "best_of_n")
+
+
+def parse(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, help="PushT episodes dir with train and test splits "
+                                                      "(`rlvr-world data pusht --out DIR`)")
+    parser.add_argument("--model", default="", help="start model dir (default: the shipped MLE single-step model)")
+    parser.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, of {','.join(METHODS)}")
+    parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    parser.add_argument("--prompts-per-step", type=int, default=4)
+    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--beta", type=float, default=1e-3)
+    parser.add_argument("--eval-windows", type=int, default=64)
+    parser.add_argument("--best-of", default="1,2,4,8", help="the n of best-of-n")
+    parser.add_argument("--sb3-eval", type=int, default=16, help="held-out transitions SB3 PPO is evaluated on")
+    parser.add_argument("--sb3-seconds", type=float, default=0.0,
+                        help="SB3 PPO wall time (default: the mean of the GRPO-family runs)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--runs", default="runs/rl_algorithms")
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args(argv)
+    args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    unknown = set(args.methods) - set(METHODS)
+    if unknown:
+        parser.error(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
+    args.best_of = sorted({int(n) for n in args.best_of.split(",")})
+    if min(args.best_of) < 1 or args.steps < 1:
+        parser.error("--best-of values and --steps must be >= 1")
+    return args
+
+
+def grpo_run(args, method: str, seed: int) -> dict:
+    """One GRPO-family run (reused when its card exists): curves and held-out numbers."""
+    from trainers.grpo import main as grpo_main
+    from trainers.grpo import parse_args
+
+    out = Path(args.runs) / f"{method}_seed{seed}"
+    if not (out / "card.json").is_file():
+        flags = ["--env-id", ENV_ID, "--env-kwargs", "reward=mae", f"data_dir={args.data}", "--out", str(out),
+                 "--steps", str(args.steps), "--prompts-per-step", str(args.prompts_per_step), "--group-size",
+                 str(args.group_size), "--lr", str(args.lr), "--beta", str(args.beta), "--eval-windows",
+                 str(args.eval_windows), "--eval-every", str(max(1, args.steps // 4)), "--seed", str(seed),
+                 "--threads", str(args.threads), *POLICY_GRADIENT[method], *(["--model", args.model] * bool(args.model))]
+        if (out / "checkpoint").is_dir():
+            flags.append("--resume")
+        grpo_main(parse_args(flags))
+    card = json.loads((out / "card.json").read_text())
+    log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()]
+    curve = [{"step": r["step"], "reward": r["reward"], "seconds": r["seconds"], "zero_spread": r["zero_spread"]}
+             for r in log if "reward" in r]
+    return {"dir": str(out), "command": card["command"], "train_seconds": card["train_seconds_this_run"],
+            "start_sampled_mae": card["start"]["sampled"]["mae"], "final_sampled_mae": card["final"]["sampled"]["mae"],
+            "final_greedy_mae": card["final"]["greedy"]["mae"], "curve": curve,
+            "eval": [{"step": e["step"], "sampled_mae": e["eval"]["sampled"]["mae"]} for e in card["eval_history"]]}
+
+
+def sb3_run(args, seed: int, seconds: float) -> dict:
+    """SB3 PPO on token mode for `seconds` of learning (reused when its summary exists)."""
+    from trainers.sb3_ppo import Args as PPOArgs
+    from trainers.sb3_ppo import main as ppo_main
+
+    out = Path(args.runs) / f"sb3_ppo_seed{seed}"
+    if not (out / "summary.json").is_file():
+        ppo_main(PPOArgs(env_id=ENV_ID, total_timesteps=10**7, max_seconds=seconds, n_envs=2, n_steps=128,
+                         batch_size=64, seed=seed, eval_episodes=args.sb3_eval, out_dir=str(out),
+                         env_kwargs=json.dumps({"reward": "mae", "data_dir": args.data, "split": "train"})))
+    summary = json.loads((out / "summary.json").read_text())
+    return {"dir": str(out), "train_seconds": summary["train_seconds"], "timesteps": summary["timesteps"],
+            "start_mae": -summary["before"]["mean_reward"], "final_mae": -summary["after"]["mean_reward"]}
+
+
+def best_of_n_scores(args) -> dict:
+    """Held-out sampled MAE of the start model's best of n samples (oracle selection)."""
+    import torch
+
+    from rlvr_envs.video.evaluation import best_of_n, held_out_indices
+    from rlvr_envs.video.task import shipped_world_model
+    from trainers.grpo import Args as GRPOArgs
+    from trainers.grpo_video import build_held_out
+
+    torch.set_num_threads(args.threads)
+    held_out = build_held_out(GRPOArgs(env_id=ENV_ID, env_kwargs=("reward=mae", f"data_dir={args.data}")))
+    indices = held_out_indices(len(held_out), args.eval_windows)
+    model = shipped_world_model(held_out, args.model or None)
+    return {str(n): float(best_of_n(model, held_out, indices, n)["mae"].mean()) for n in args.best_of}
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    began = time.perf_counter()
+    report = {"command": "python -m benchmarks.rl_algorithms " + " ".join(argv if argv is not None else
+                                                                           __import__("sys").argv[1:]),
+              "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "env_id": ENV_ID,
+              "config": {k: v for k, v in vars(args).items()}, "methods": {}}
+    for method in [m for m in args.methods if m in POLICY_GRADIENT]:
+        runs = {str(seed): grpo_run(args, method, seed) for seed in args.seeds}
+        finals = np.array([r["final_sampled_mae"] for r in runs.values()])
+        report["methods"][method] = {"seeds": runs, "final_sampled_mae_mean": float(finals.mean()),
+                                     "final_sampled_mae_spread": float(finals.std(ddof=1)) if len(finals) > 1 else 0.0}
+    trained = [r["train_seconds"] for m in report["methods"].values() for r in m["seeds"].values()]
+    if "sb3_ppo" in args.methods:
+        seconds = args.sb3_seconds or (float(np.mean(trained)) if trained else 60.0)
+        runs = {str(seed): sb3_run(args, seed, seconds) for seed in args.seeds}
+        report["methods"]["sb3_ppo"] = {"seeds": runs, "seconds_budget": seconds,
+                                        "final_mae_mean": float(np.mean([r["final_mae"] for r in runs.values()]))}
+    if "best_of_n" in args.methods:
+        report["best_of_n_sampled_mae"] = best_of_n_scores(args)
+    report["seconds"] = time.perf_counter() - began
+    write(report, Path(args.out))
+    print((Path(args.out).with_suffix(".md")).read_text())
+    return 0
+
+
+def write(report: dict, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
+    lines = [f"# RL algorithms on {report['env_id']} (reward -MAE)", "", f"`{report['command']}` on {report['machine']}",
+             "", "| method | seeds | start sampled MAE | final sampled MAE (mean ± sd over seeds) | train s / run |",
+             "|---|---|---:|---:|---:|"]
+    for name, method in report["methods"].items():
+        runs = list(method["seeds"].values())
+        if name == "sb3_ppo":
+            lines.append(f"| sb3_ppo (token-mode MLP policy, own {report['config']['sb3_eval']}-transition eval) | "
+                         f"{len(runs)} | {np.mean([r['start_mae'] for r in runs]):.5f} | "
+                         f"{method['final_mae_mean']:.5f} | {np.mean([r['train_seconds'] for r in runs]):.0f} |")
+        else:
+            lines.append(f"| {name} | {len(runs)} | {np.mean([r['start_sampled_mae'] for r in runs]):.5f} | "
+                         f"{method['final_sampled_mae_mean']:.5f} ± {method['final_sampled_mae_spread']:.5f} | "
+                         f"{np.mean([r['train_seconds'] for r in runs]):.0f} |")
+    for n, mae in report.get("best_of_n_sampled_mae", {}).items():
+        lines.append(f"| best of {n} samples of the start model (oracle selection, no training) | | | {mae:.5f} | 0 |")
+    out.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    plot(report, out.with_suffix(".png"))
+
+
+def plot(report: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    colours = {}
+    for name, method in report["methods"].items():
+        if name == "sb3_ppo":
+            continue
+        for seed, run in method["seeds"].items():
+            seconds = [c["seconds"] for c in run["curve"]]
+            raw = [c["reward"] for c in run["curve"]]
+            rewards = [np.mean(raw[max(0, i - 4): i + 1]) for i in range(len(raw))]  # trailing 5-step mean
+            line, = left.plot(seconds, rewards, color=colours.get(name), label=name if name not in colours else None)
+            colours.setdefault(name, line.get_color())
+            right.plot([e["step"] for e in run["eval"]], [e["sampled_mae"] for e in run["eval"]], marker="o",
+                       color=colours[name])
+    for n, mae in report.get("best_of_n_sampled_mae", {}).items():
+        right.axhline(mae, linestyle=":", color="grey")
+        right.annotate(f"best of {n}", (0, mae), fontsize=7, color="grey")
+    left.set(xlabel="wall time (s)", ylabel="training reward (-MAE, 5-step mean)", title="training reward")
+    right.set(xlabel="GRPO step", ylabel="held-out sampled MAE", title="held-out (lower is better)")
+    left.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

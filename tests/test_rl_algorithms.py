@@ -1,0 +1,66 @@
+"""The RL-algorithm comparison (benchmarks/rl_algorithms.py) end to end on a tiny world model,
+and best-of-n's oracle selection."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from rlvr_envs.core.factory import build_task
+    from rlvr_envs.video.task import embedded_heldout_dir
+    from rlvr_envs.video.world_model import build_world_model
+
+    task = build_task("rlvr_envs.video.task:VideoPredictionTask", layout="single", reward="mae")
+    directory = tmp_path_factory.mktemp("tiny_wm")
+    build_world_model(task.vocab, task.max_prompt_len + task.max_response_len, preset="tiny").save_pretrained(directory)
+    return str(directory), embedded_heldout_dir(task.config.episodes, task.tokenizer.config.resolution[0]), task
+
+
+def test_best_of_n_never_scores_below_its_first_sample_and_grows_with_n(tiny):
+    from rlvr_envs.video.evaluation import best_of_n, held_out_indices, score_world_model
+    from rlvr_envs.video.world_model import load_world_model
+
+    directory, _, task = tiny
+    model = load_world_model(directory, task.vocab)
+    indices = held_out_indices(len(task), 4)
+    assert indices == held_out_indices(len(task), 4) and len(set(indices)) == 4
+    one, three = best_of_n(model, task, indices, 1), best_of_n(model, task, indices, 3)
+    np.testing.assert_allclose(one["reward"], score_world_model(model, task, indices)["reward"])
+    assert (three["reward"] >= one["reward"]).all() and three["reward"].mean() > one["reward"].mean()
+    with pytest.raises(ValueError, match="n must be"):
+        best_of_n(model, task, indices, 0)
+
+
+@pytest.mark.slow
+def test_comparison_runs_every_method_and_reuses_finished_runs(tiny, tmp_path, monkeypatch):
+    from benchmarks import rl_algorithms
+
+    directory, data, _ = tiny
+    argv = ["--data", data, "--model", directory, "--steps", "1", "--seeds", "0", "--prompts-per-step", "2",
+            "--group-size", "2", "--eval-windows", "2", "--best-of", "1,2", "--sb3-seconds", "1", "--sb3-eval", "2",
+            "--threads", "1", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out" / "rl")]
+    assert rl_algorithms.main(argv) == 0
+    report = json.loads((tmp_path / "out" / "rl.json").read_text())
+    assert set(report["methods"]) == {"grpo", "dr_grpo", "rloo", "sb3_ppo"}
+    for name in ("grpo", "dr_grpo", "rloo"):
+        run = report["methods"][name]["seeds"]["0"]
+        assert len(run["curve"]) == 1 and np.isfinite(run["final_sampled_mae"])
+        assert ("--algorithm rloo" in run["command"]) == (name == "rloo")
+    assert report["methods"]["sb3_ppo"]["seeds"]["0"]["timesteps"] >= 1
+    assert set(report["best_of_n_sampled_mae"]) == {"1", "2"}
+    assert report["best_of_n_sampled_mae"]["2"] <= report["best_of_n_sampled_mae"]["1"]
+    assert (tmp_path / "out" / "rl.png").stat().st_size > 0 and "rloo" in (tmp_path / "out" / "rl.md").read_text()
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a finished run was trained again")
+
+    monkeypatch.setattr("trainers.grpo.main", no_training)
+    monkeypatch.setattr("trainers.sb3_ppo.main", no_training)
+    assert rl_algorithms.main(argv[:-1] + [str(tmp_path / "out" / "again")]) == 0
