@@ -601,6 +601,56 @@ def _success_judge(files: list[dict]) -> str:
     return text
 
 
+def _fidelity(files: list[dict]) -> str:
+    d = files[0]
+    rows = [[name, kind, f"{r['agent_error_px_median']:.1f}", f"{r['block_error_px_median']:.1f} / "
+             f"{r['block_error_px_mean']:.1f}", f"{r['found']:.2f}", f"{r['real_agent_motion_px_median']:.1f}"]
+            for name, by_kind in d["results"].items() for kind, r in by_kind.items()]
+    copy = d["results"]["copy (no motion)"]
+    notes = []
+    for name, by_kind in d["results"].items():
+        if name == "copy (no motion)":
+            continue
+        beats = [kind for kind, r in by_kind.items() if r["agent_error_px_median"] < copy[kind]["agent_error_px_median"]]
+        found = [r["found"] for r in by_kind.values()]
+        notes.append(f"the {name.removeprefix('learned sim ').strip('()')} model places the agent better than "
+                     f"predicting no motion for {', '.join(beats) + ' chunks' if beats else 'no kind of chunk'}, "
+                     f"and both the agent and the block can be read from {_rate(min(found))}-{_rate(max(found))} "
+                     f"of its frames")
+    verdict = (" Read against the no-motion row: " + "; ".join(notes) + ".") if notes else ""
+    return (f"**Does the learned simulator follow its actions?** (`{d['command']}`, {_shown(d['_file'])}; "
+            f"{d['machine']}, {d['time']}): one chunk from {d['starts']} held-out states, the learned simulator "
+            f"against the real one after the same chunk (median errors in arena pixels of 512, over the frames where "
+            f"the position could be read by the judge's readers; \"copy\" predicts no motion).{verdict}\n\n"
+            + _table(["simulator", "chunk", "agent error", "block error (median / mean)", "positions read",
+                      "real agent motion"], ["---", "---", "---:", "---:", "---:", "---:"], rows))
+
+
+def _rl_algorithms(files: list[dict]) -> str:
+    d = files[0]
+    rows = []
+    for name, method in d["methods"].items():
+        runs = list(method["seeds"].values())
+        seconds = f"{sum(r['train_seconds'] for r in runs) / len(runs):.0f}"
+        if name == "sb3_ppo":
+            rows.append([f"SB3 PPO (token-mode MLP policy; its own {d['config']['sb3_eval']}-transition eval)",
+                         str(len(runs)), f"{sum(r['start_mae'] for r in runs) / len(runs):.5f}",
+                         f"{method['final_mae_mean']:.5f}", seconds])
+        else:
+            rows.append([name, str(len(runs)), f"{sum(r['start_sampled_mae'] for r in runs) / len(runs):.5f}",
+                         f"{method['final_sampled_mae_mean']:.5f} ± {method['final_sampled_mae_spread']:.5f}", seconds])
+    for n, mae in d.get("best_of_n_sampled_mae", {}).items():
+        rows.append([f"best of {n} samples of the start model (oracle selection, no training)", "", "", f"{mae:.5f}",
+                     "0"])
+    c = d["config"]
+    return (f"**RL algorithms on one budget** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}): "
+            f"{d['env_id']}, reward -MAE, {c['steps']} steps of {c['prompts_per_step']} prompts x {c['group_size']} "
+            f"samples, lr {c['lr']:g}, KL {c['beta']:g}, from the shipped MLE model; held-out sampled MAE on "
+            f"{c['eval_windows']} transitions (lower is better), mean ± sd over seeds.\n\n"
+            + _table(["method", "seeds", "start", "final", "train s / run"], ["---", "---:", "---:", "---:", "---:"],
+                     rows))
+
+
 SECTIONS: tuple[Section, ...] = (
     Section("`rlvr-world demo`", ("demo_pusht/results.json",), "rlvr-world demo --out runs/demo", _demo),
     Section("RLVR on the PushT world model", ("grpo_pusht_single.json",),
@@ -622,8 +672,12 @@ SECTIONS: tuple[Section, ...] = (
     Section("Hostile inputs", ("hostile_inputs.json",), "python -m benchmarks.hostile_inputs", _hostile_inputs),
     Section("PushT data", ("pusht_data_200.json",), "rlvr-world data pusht --episodes 200 --resolution 96 --seed 0",
             _pusht_data),
+    Section("RL algorithms on one budget", ("rl_algorithms.json",), "python -m benchmarks.rl_algorithms --data DIR",
+            _rl_algorithms),
     Section("PushT CEM planning", ("pusht_planning/results.json",), "python -m benchmarks.pusht_planning ...",
             _planning),
+    Section("Does the learned simulator follow its actions?", ("learned_sim_fidelity.json",),
+            "python -m benchmarks.learned_sim_fidelity", _fidelity),
     Section("PushT success judge", ("pusht_success_judge.json",), "python -m benchmarks.pusht_success_judge",
             _success_judge),
     Section("Real2Sim on PushT", ("real2sim/*/results.json",),

@@ -85,7 +85,20 @@ def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
     judge["summary"]["by_success_coverage"] = [
         {"success_coverage": 0.8, "env_successes": 40, "agreement": 0.996, "precision": 0.95, "recall": 0.975}]
     (tmp_path / "pusht_success_judge.json").write_text(json.dumps(judge))
+    (tmp_path / "rl_algorithms.json").write_text(json.dumps({
+        "command": "python -m benchmarks.rl_algorithms --data D", "machine": "x86_64, cpu",
+        "env_id": "RLVRWorld/PushT-SingleStep-v0",
+        "config": {"steps": 40, "prompts_per_step": 4, "group_size": 8, "lr": 1e-4, "beta": 1e-3, "eval_windows": 64,
+                   "sb3_eval": 16},
+        "methods": {"rloo": {"seeds": {"0": {"train_seconds": 100.0, "start_sampled_mae": 0.009,
+                                             "final_sampled_mae": 0.008}},
+                             "final_sampled_mae_mean": 0.008, "final_sampled_mae_spread": 0.0},
+                    "sb3_ppo": {"seeds": {"0": {"train_seconds": 90.0, "start_mae": 0.2, "final_mae": 0.15}},
+                                "final_mae_mean": 0.15}},
+        "best_of_n_sampled_mae": {"8": 0.006}}))
     text = rr.render()
+    assert "| rloo | 1 | 0.00900 | 0.00800 ± 0.00000 | 100 |" in text
+    assert "| best of 8 samples of the start model (oracle selection, no training) |  |  | 0.00600 | 0 |" in text
     assert "| CEM, MLE base world model | 50 | 21 | 0.42 | [0.29, 0.56] | 12.2 |" in text
     assert "horizon 5, 32 samples, top 4, 3 iterations, 2 plans per episode" in text.replace("\n", " ")
     assert "| expert | 0.70 | 0.80 | 0.90 | 10 |" in text
