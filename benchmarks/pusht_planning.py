@@ -9,21 +9,86 @@ benchmarks/results/pusht_planning/ by default. A CPU-sized budget, every planner
 
 DINO-WM's budget (horizon 5, 300 samples, top 30, 30 iterations) is the default when the
 budget flags are left out (a GPU's worth of rollouts).
+
+Planners can run as separate processes (one `--out` each, e.g. base and rlvr side by side on
+two cores); `--merge DIR [DIR ...]` then joins their results.json (refusing runs whose budget,
+data or episodes differ) into benchmarks/results/pusht_planning/ with a PNG of the success
+rates and their intervals:
+
+    python -m benchmarks.pusht_planning --merge runs/plan/base runs/plan/rlvr runs/plan/baselines
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pusht_planning"
 
 
+def merge(directories: list[str], out: Path = RESULTS) -> dict:
+    """One report from several `rlvr-world plan` runs of the same budget, data and episodes."""
+    import shutil
+
+    reports = [json.loads((Path(d) / "results.json").read_text()) for d in directories]
+    first = reports[0]
+    for directory, report in zip(directories[1:], reports[1:]):
+        for key in ("cem", "mpc", "data"):
+            if report[key] != first[key]:
+                raise SystemExit(f"{directory} has another {key} ({report[key]}) than {directories[0]} ({first[key]})")
+        sources = {r["index"]: r["source"] for r in report["episodes"]}
+        if any(sources.get(r["index"], r["source"]) != r["source"] for r in first["episodes"]):
+            raise SystemExit(f"{directory} planned other episodes than {directories[0]}")
+    overlap = [name for i, r in enumerate(reports) for name in r["summary"]
+               if any(name in other["summary"] for other in reports[i + 1:])]
+    if overlap:
+        raise SystemExit(f"planners {sorted(set(overlap))} appear in more than one run")
+    merged = {**first, "command": [r["command"] for r in reports], "runs": [str(d) for d in directories],
+              "summary": {k: v for r in reports for k, v in r["summary"].items()},
+              "episodes": [row for r in reports for row in r["episodes"]]}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(merged, indent=2) + "\n")
+    for directory in directories:
+        for gif in sorted((Path(directory) / "gifs").glob("*.gif")):
+            (out / "gifs").mkdir(exist_ok=True)
+            shutil.copy(gif, out / "gifs" / gif.name)
+    plot(merged["summary"], out / "success.png", merged["cem"])
+    return merged
+
+
+def plot(summary: dict, path: Path, cem: dict) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(summary)
+    rates = [summary[n]["success_rate"] for n in names]
+    errors = [[r - summary[n]["ci95"][0] for n, r in zip(names, rates)],
+              [summary[n]["ci95"][1] - r for n, r in zip(names, rates)]]
+    figure, axis = plt.subplots(figsize=(6, 3.5))
+    axis.bar(names, rates, yerr=errors, capsize=6, color="#6a8caf")
+    axis.set(ylabel="success rate (real env)", ylim=(0, 1),
+             title=f"PushT CEM: horizon {cem['horizon']}, {cem['samples']} samples x {cem['iterations']} iterations, "
+                   f"{summary[names[0]]['episodes']} episodes (95% Wilson)")
+    axis.title.set_fontsize(8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
 def main(argv=None) -> int:
     from rlvr_envs.planning.command import add_arguments
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--merge"]:
+        if len(argv) < 3:
+            raise SystemExit("--merge needs at least two run directories")
+        merged = merge(argv[1:])
+        print(json.dumps(merged["summary"], indent=2))
+        return 0
     if "--out" not in argv:
         argv += ["--out", str(RESULTS)]
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

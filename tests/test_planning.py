@@ -164,3 +164,28 @@ def test_plan_command_resume_keeps_finished_episodes(tmp_path):
     with pytest.raises(SystemExit, match="another budget"):
         main(["plan", "--planners", "random", "--episodes", "3", "--resume", *budget[:-2], "--samples", "8",
               "--out", str(out)])
+
+
+def test_separate_planner_runs_merge_into_one_report(tmp_path):
+    import json
+
+    import pytest
+
+    from benchmarks.pusht_planning import merge
+    from rlvr_envs.cli import main
+
+    budget = ["--episodes", "2", "--horizon", "1", "--samples", "4", "--top-k", "2", "--iterations", "1",
+              "--rounds", "1", "--heldout-episodes", "2", "--gifs", "1"]
+    for planner in ("random", "true_sim"):
+        assert main(["plan", "--planners", planner, *budget, "--out", str(tmp_path / planner)]) == 0
+    merged = merge([str(tmp_path / "random"), str(tmp_path / "true_sim")], tmp_path / "merged")
+    assert set(merged["summary"]) == {"random", "true_sim"} and len(merged["episodes"]) == 4
+    assert json.loads((tmp_path / "merged" / "results.json").read_text())["summary"] == merged["summary"]
+    assert (tmp_path / "merged" / "success.png").stat().st_size > 0
+    assert (tmp_path / "merged" / "gifs" / "true_sim_000.gif").is_file()
+    with pytest.raises(SystemExit, match="more than one run"):
+        merge([str(tmp_path / "random"), str(tmp_path / "random")], tmp_path / "again")
+    budget[budget.index("--samples") + 1] = "8"
+    assert main(["plan", "--planners", "true_sim", *budget, "--out", str(tmp_path / "other")]) == 0
+    with pytest.raises(SystemExit, match="another cem"):
+        merge([str(tmp_path / "random"), str(tmp_path / "other")], tmp_path / "again")
