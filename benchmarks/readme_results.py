@@ -562,7 +562,8 @@ def _real2sim(files: list[dict]) -> str:
         s = d["summary"]
         rows = [[p["policy"], f"{p['learned_success']:.2f}", f"{p['real_success']:.2f}", f"{p['real_env_success']:.2f}",
                  str(p["starts"])] for p in d["policies"]]
-        text = (f"**Real2Sim on PushT, {d.get('model', Path(d['_file']).parent.name)}** (`{d['command']}`, "
+        model = Path(d["model"]).name if d.get("model") else Path(d["_file"]).parent.name
+        text = (f"**Real2Sim on PushT, {Path(d['_file']).parent.name} world model** ({model}; `{d['command']}`, "
                 f"{_shown(d['_file'])}): {d.get('judge', '')}.\n\n")
         text += _table(["policy", "success in the learned sim", "in the real sim (judged)", "in the real env",
                         "starts"], ["---", "---:", "---:", "---:", "---:"], rows) + "\n\n"
@@ -571,6 +572,13 @@ def _real2sim(files: list[dict]) -> str:
                  f"{_number(s['mmrv_vs_env_success'])}; the judge agrees with the env on "
                  f"{_rate(s['judge_vs_env_agreement']) if not _nan(s['judge_vs_env_agreement']) else 'n/a'} of real "
                  f"rollouts.")
+        sim = [p["learned_success"] for p in d["policies"]]
+        real = [p["real_success"] for p in d["policies"]]
+        worst = min(d["policies"], key=lambda p: p["real_success"])
+        text += (f" Its success rates span {min(sim):.2f}-{max(sim):.2f} across the policies (real: "
+                 f"{min(real):.2f}-{max(real):.2f}); the weakest policy ({worst['policy']}) succeeds in "
+                 f"{_rate(worst['learned_success'])} of its learned-sim rollouts and {_rate(worst['real_success'])} of "
+                 f"its real ones.")
         parts.append(text)
     return "\n\n".join(parts)
 

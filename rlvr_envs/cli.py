@@ -22,6 +22,15 @@ APPLICATION_COMMANDS = {
 }
 
 
+def recorded_command(program: str, args: argparse.Namespace) -> str:
+    """The command line that reproduces a parsed application command (for results files):
+    every option with a value, flags only when set; the parser's own fields left out."""
+    flags = [f"--{key.replace('_', '-')}" + ("" if value is True else f" {value}")
+             for key, value in vars(args).items()
+             if key not in ("func", "command") and value is not None and value is not False]
+    return " ".join([program, *flags])
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     from rlvr_envs.registration import ENVS, markdown_table
 

@@ -137,6 +137,8 @@ def test_plan_command_writes_results_and_gifs(tmp_path, capsys):
     assert code == 0 and "95% CI" in capsys.readouterr().out
     report = json.loads((out / "results.json").read_text())
     assert set(report["summary"]) == {"random", "true_sim"} and len(report["episodes"]) == 2
+    assert report["command"].startswith("rlvr-world plan --planners random,true_sim --heldout-episodes 2")
+    assert "--command" not in report["command"] and "--resume" not in report["command"]
     assert (out / "gifs" / "true_sim_000.gif").is_file()
 
 

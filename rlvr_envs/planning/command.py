@@ -139,9 +139,9 @@ def _previous_rows(path: Path, config, mpc) -> dict:
 
 
 def _report(args, config, mpc, data, summary, rows) -> dict:
-    flags = [f"--{k.replace('_', '-')}" + ("" if v is True else f" {v}") for k, v in vars(args).items()
-             if k != "func" and v is not None and v is not False]
-    return {"command": "rlvr-world plan " + " ".join(flags),
+    from rlvr_envs.cli import recorded_command
+
+    return {"command": recorded_command("rlvr-world plan", args),
             "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "time": time.strftime("%Y-%m-%d %H:%M"),
             "cem": vars(config) if hasattr(config, "__dict__") else str(config), "mpc": vars(mpc), "data": str(data),
             "success": "DINO-WM eval_state on the real env: agent+block position error < 20 px, angle < pi/9",

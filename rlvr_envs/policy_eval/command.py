@@ -56,6 +56,7 @@ def real2sim_starts(episodes, count: int, lead: int, seed: int = 0) -> list[np.n
 def run(args: argparse.Namespace) -> int:
     import torch
 
+    from rlvr_envs.cli import recorded_command
     from rlvr_envs.planning.command import save_gif
     from rlvr_envs.policy_eval.policies import pusht_policy_family
     from rlvr_envs.policy_eval.real2sim import evaluate
@@ -80,8 +81,7 @@ def run(args: argparse.Namespace) -> int:
         pair = [r.frames for r in result["rollouts"] if r.policy == policy and r.frames is not None]
         if len(pair) == 2:
             save_gif(out / "gifs" / f"{policy}.gif", [pair[1], pair[0]])  # real | learned
-    report = {"command": "rlvr-world policy-eval " + " ".join(
-                  f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "func" and v is not None),
+    report = {"command": recorded_command("rlvr-world policy-eval", args),
               "model": learned.model_name, "time": time.strftime("%Y-%m-%d %H:%M"), "data": str(data),
               "judge": f"frame judge (rlvr_envs.policy_eval.pusht_judge) in both simulators, success = judged "
                        f"coverage > {args.success_coverage}; real_env_success is the real env's own coverage over "
