@@ -8,15 +8,17 @@ Task: `RLVRWorld/PushT-SingleStep-v0` with the verified reward -MAE of the decod
   model) with the same steps, prompts x group, learning rate, KL and seeds; they differ
   only in `--loss-type dr_grpo` and `--algorithm rloo`.
 * sb3_ppo: SB3 PPO on the env's token mode (`trainers.sb3_ppo`: a from-scratch MLP policy,
-  no world model), for the mean wall time of the GRPO runs. Its held-out number is its own
+  no world model), for the mean wall time of the same seed's GRPO-family runs. Its held-out number is its own
   evaluation (deterministic policy, the first `--sb3-eval` held-out transitions).
 * best_of_n: no training: `n` samples of the start model per held-out transition, the best
   by the verifier (oracle selection: it reads the true frame), at the group size and below.
 
 Held-out: the same `--eval-windows` transitions of `--data`'s test split for every GRPO-family
 run and best-of-N (`rlvr_envs.video.evaluation.held_out_indices`), one sampled response each
-(temperature 1). Runs live in `--runs/<method>_seed<k>` and are reused when their card exists,
-so an interrupted benchmark continues where it stopped. Writes `--out`.{json,md,png}:
+(temperature 1). Runs go seed by seed (every method at seed 0 first), live in
+`--runs/<method>_seed<k>` and are reused when their card exists, and the report is rewritten
+after each run, so an interrupted benchmark has a valid partial report and continues where it
+stopped. Writes `--out`.{json,md,png}:
 training reward against steps and wall time, and held-out sampled MAE per method and seed.
 """
 
@@ -80,7 +82,7 @@ def grpo_run(args, method: str, seed: int) -> dict:
                  str(args.group_size), "--lr", str(args.lr), "--beta", str(args.beta), "--eval-windows",
                  str(args.eval_windows), "--eval-every", str(max(1, args.steps // 4)), "--seed", str(seed),
                  "--threads", str(args.threads), *POLICY_GRADIENT[method], *(["--model", args.model] * bool(args.model))]
-        if (out / "checkpoint").is_dir():
+        if out.is_dir():  # an interrupted run: continue from its checkpoint (or start it over)
             flags.append("--resume")
         grpo_main(parse_args(flags))
     card = json.loads((out / "card.json").read_text())
@@ -131,19 +133,26 @@ def main(argv=None) -> int:
                                                                            __import__("sys").argv[1:]),
               "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "env_id": ENV_ID,
               "config": {k: v for k, v in vars(args).items()}, "methods": {}}
-    for method in [m for m in args.methods if m in POLICY_GRADIENT]:
-        runs = {str(seed): grpo_run(args, method, seed) for seed in args.seeds}
-        finals = np.array([r["final_sampled_mae"] for r in runs.values()])
-        report["methods"][method] = {"seeds": runs, "final_sampled_mae_mean": float(finals.mean()),
-                                     "final_sampled_mae_spread": float(finals.std(ddof=1)) if len(finals) > 1 else 0.0}
-    trained = [r["train_seconds"] for m in report["methods"].values() for r in m["seeds"].values()]
-    if "sb3_ppo" in args.methods:
-        seconds = args.sb3_seconds or (float(np.mean(trained)) if trained else 60.0)
-        runs = {str(seed): sb3_run(args, seed, seconds) for seed in args.seeds}
-        report["methods"]["sb3_ppo"] = {"seeds": runs, "seconds_budget": seconds,
-                                        "final_mae_mean": float(np.mean([r["final_mae"] for r in runs.values()]))}
-    if "best_of_n" in args.methods:
+    gradient_methods = [m for m in args.methods if m in POLICY_GRADIENT]
+    if "best_of_n" in args.methods:  # cheap and seed-free: first
         report["best_of_n_sampled_mae"] = best_of_n_scores(args)
+    for seed in args.seeds:  # seed-major, so an interrupted benchmark has every method at the first seeds
+        for method in gradient_methods:
+            runs = report["methods"].setdefault(method, {"seeds": {}})["seeds"]
+            runs[str(seed)] = grpo_run(args, method, seed)
+            finals = np.array([r["final_sampled_mae"] for r in runs.values()])
+            report["methods"][method].update(final_sampled_mae_mean=float(finals.mean()),
+                                             final_sampled_mae_spread=float(finals.std(ddof=1)) if len(finals) > 1
+                                             else 0.0)
+            write(report, Path(args.out))
+        if "sb3_ppo" in args.methods:
+            trained = [report["methods"][m]["seeds"][str(seed)]["train_seconds"] for m in gradient_methods]
+            seconds = args.sb3_seconds or (float(np.mean(trained)) if trained else 60.0)
+            ppo = report["methods"].setdefault("sb3_ppo", {"seeds": {}})
+            ppo["seeds"][str(seed)] = sb3_run(args, seed, seconds)
+            ppo.update(seconds_budget=seconds,
+                       final_mae_mean=float(np.mean([r["final_mae"] for r in ppo["seeds"].values()])))
+            write(report, Path(args.out))
     report["seconds"] = time.perf_counter() - began
     write(report, Path(args.out))
     print((Path(args.out).with_suffix(".md")).read_text())

@@ -196,7 +196,7 @@ def test_killed_run_resumes_from_its_last_checkpoint_and_finishes(tiny_setup, tm
     card = json.loads((out / "card.json").read_text())
     assert card["steps"] == 8 and card["reward_failures"] == 0
     steps = [json.loads(line)["step"] for line in (out / "log.jsonl").read_text().splitlines()]
-    assert set(range(1, 9)) <= set(steps)  # every step logged at least once, nothing skipped
+    assert steps == list(range(1, 9))  # every step logged once: the killed run's steps after its checkpoint dropped
     from transformers import LlamaForCausalLM
 
     LlamaForCausalLM.from_pretrained(out)  # the result loads as any causal LM
@@ -235,3 +235,5 @@ def test_two_steps_end_to_end_write_a_card_and_a_plain_model(tiny_setup, tmp_pat
     rows = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert all(0.0 <= r["zero_spread"] <= 1.0 for r in rows)
     assert not (tmp_path / "run" / "checkpoint").exists()  # the final model replaces the checkpoint
+    with pytest.raises(FileExistsError, match="--resume"):  # never mixed into the finished run's log
+        main(parse_args(_command(model, data, tmp_path / "run", 2, extra)[3:]))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import platform
+import shutil
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -147,6 +148,9 @@ def main(args: Args) -> dict:
     scores = {"mle_base": evaluate(base, task, indices, args.eval_seeds)}
 
     print(f"[3/4] GRPO on the verified reward for up to {args.grpo_minutes} min / {args.grpo_steps} steps", flush=True)
+    if (out / "grpo").exists():  # the demo's own folder: a new demo replaces the last one's GRPO run
+        print(f"      replacing the earlier demo's {out / 'grpo'}", flush=True)
+        shutil.rmtree(out / "grpo")
     grpo_args = grpo.Args(env_id=ENV_ID, env_kwargs=("reward=mae",), out=str(out / "grpo"), steps=args.grpo_steps,
                           max_seconds=60 * args.grpo_minutes, lr=1e-4, train_episodes=args.train_episodes,
                           eval_every=10**9, eval_windows=min(16, args.eval_windows), seed=args.seed,

@@ -203,6 +203,20 @@ def save_checkpoint(out: Path, model, optimizer, step: int, history: list, start
     shutil.rmtree(old, ignore_errors=True)
 
 
+def keep_log_until(path: Path, step: int) -> None:
+    """Drop the log lines of steps after `step` (all of them when 0): a resumed run repeats
+    those steps, and each step should be logged once. Rewritten atomically."""
+    if not path.exists():
+        return
+    from rlvr_envs.core.files import atomic_writer
+
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    kept = [line for line in lines if json.loads(line).get("step", 0) <= step]
+    if len(kept) != len(lines):
+        with atomic_writer(path, "w") as handle:
+            handle.write("".join(line + "\n" for line in kept))
+
+
 def find_checkpoint(out: Path) -> Path | None:
     for candidate in (out / "checkpoint", out / "checkpoint.old"):
         if (candidate / "state.pt").is_file():
@@ -235,6 +249,10 @@ def train(args) -> dict:
           f"samples per step", flush=True)
 
     checkpoint = find_checkpoint(out) if args.resume else None
+    log_path = out / "log.jsonl"
+    if log_path.exists() and not args.resume:
+        raise FileExistsError(f"{out} already holds a run (log.jsonl); pass --resume to continue it or choose "
+                              f"another --out")
     step, history = 0, []
     if checkpoint is not None:
         state = torch.load(checkpoint / "state.pt", weights_only=True)
@@ -256,6 +274,7 @@ def train(args) -> dict:
         if args.lora_r:
             model = _with_lora(model, args)
         state = None
+    keep_log_until(log_path, step)  # steps after the checkpoint are run again: log them once
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr,
                                   weight_decay=0.0, betas=(0.9, 0.99))
     if state is not None:
@@ -271,7 +290,7 @@ def train(args) -> dict:
         history.append({"step": 0, "eval": base})
         print(f"start: greedy MAE {base['greedy']['mae']:.5f}, sampled MAE {base['sampled']['mae']:.5f}", flush=True)
     loss_mask = torch.as_tensor(layout.loss_mask())
-    log = (out / "log.jsonl").open("a", encoding="utf-8")
+    log = log_path.open("a", encoding="utf-8")
     started, failures = time.perf_counter(), 0
     bar = tqdm(total=args.steps, initial=step, desc=f"GRPO {args.env_id.split('/')[-1]}", unit="step")
     while step < args.steps:
