@@ -659,6 +659,29 @@ def _rl_algorithms(files: list[dict]) -> str:
                      rows))
 
 
+WEB_AGENTS = {"policy": "noisy scripted policy alone", "base": "+ SFT (MLE) world model",
+              "rlvr": "+ GRPO (RLVR) world model", "oracle": "+ the true simulator (oracle)"}
+
+
+def _web_agent(files: list[dict]) -> str:
+    d = files[0]
+    c = d["config"]
+    rows = []
+    for name, s in d["summary"].items():
+        low, high = s["ci95"]
+        rows.append([WEB_AGENTS.get(name, name), str(s["episodes"]), str(s["successes"]), f"{s['success_rate']:.2f}",
+                     f"[{low:.2f}, {high:.2f}]", f"{s['unparsable']} / {s['predictions']}",
+                     f"{s['seconds_per_episode']:.2f}"])
+    skipped = "".join(f" Agent {name} not run: {why}." for name, why in d.get("skipped", {}).items())
+    return (f"**Web agents on MiniWeb goals** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}, {d['date']}): "
+            f"the same {c['episodes']} seeded goal episodes of `RLVRWorld/MiniWeb-Goal-v0` for every agent; the policy "
+            f"proposes {c['k']} candidates (noise {c['noise']}), the world model predicts each one's page changes and "
+            f"the rule-based value picks one.{skipped}\n\n"
+            + _table(["agent", "episodes", "successes", "success rate", "95% CI (Wilson)",
+                      "unparsable predictions", "s/episode"], ["---", "---:", "---:", "---:", "---", "---:", "---:"],
+                     rows))
+
+
 SECTIONS: tuple[Section, ...] = (
     Section("`rlvr-world demo`", ("demo_pusht/results.json",), "rlvr-world demo --out runs/demo", _demo),
     Section("RLVR on the PushT world model", ("grpo_pusht_single.json",),
@@ -686,6 +709,8 @@ SECTIONS: tuple[Section, ...] = (
             _planning),
     Section("Does the learned simulator follow its actions?", ("learned_sim_fidelity.json",),
             "python -m benchmarks.learned_sim_fidelity", _fidelity),
+    Section("Web agents on MiniWeb goals", ("web_agent/results.json",),
+            "python -m benchmarks.web_agent --base-model DIR --rlvr-model DIR", _web_agent),
     Section("PushT success judge", ("pusht_success_judge.json",), "python -m benchmarks.pusht_success_judge",
             _success_judge),
     Section("Real2Sim on PushT", ("real2sim/*/results.json",),

@@ -43,9 +43,10 @@ def test_every_subsection_names_an_existing_results_file():
         assert "`" in text.split("(", 1)[1], f"{section.title} names no command"
     # every results path README's block cites exists, except in a "not yet measured" paragraph
     for paragraph in rr.render().split("\n\n"):
+        paragraph = paragraph.replace("\n", " ")  # wrapped lines may split the phrase
         if rr.NOT_MEASURED in paragraph:
             continue
-        for cited in re.findall(rf"{rr.SHOWN}/[\w./-]+", paragraph.replace("\n", " ")):
+        for cited in re.findall(rf"{rr.SHOWN}/[\w./-]+", paragraph):
             assert (rr.ROOT / cited.rstrip(".")).is_file(), cited
 
 
@@ -96,7 +97,15 @@ def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
                     "sb3_ppo": {"seeds": {"0": {"train_seconds": 90.0, "start_mae": 0.2, "final_mae": 0.15}},
                                 "final_mae_mean": 0.15}},
         "best_of_n_sampled_mae": {"8": 0.006}}))
+    (tmp_path / "web_agent").mkdir()
+    (tmp_path / "web_agent" / "results.json").write_text(json.dumps({
+        "command": "python -m benchmarks.web_agent --episodes 100", "machine": "x86_64, 2 cores", "date": "today",
+        "config": {"episodes": 100, "k": 3, "noise": 0.7}, "skipped": {"rlvr": "--rlvr-model not given"},
+        "summary": {"oracle": {"episodes": 100, "successes": 91, "success_rate": 0.91, "ci95": [0.84, 0.95],
+                               "unparsable": 0, "predictions": 700, "seconds_per_episode": 0.05}}}))
     text = rr.render()
+    assert "| + the true simulator (oracle) | 100 | 91 | 0.91 | [0.84, 0.95] | 0 / 700 | 0.05 |" in text
+    assert "Agent rlvr not run: --rlvr-model not given." in text.replace("\n", " ")
     assert "| rloo | 1 | 0.00900 | 0.00800 ± 0.00000 | 100 |" in text
     assert "| best of 8 samples of the start model (oracle selection, no training) |  |  | 0.00600 | 0 |" in text
     assert "| CEM, MLE base world model | 50 | 21 | 0.42 | [0.29, 0.56] | 12.2 |" in text
