@@ -8,7 +8,8 @@ generated frame, exactly as the env does), score them with the env's own verifie
 batched decode and metric call), turn rewards into group-relative advantages, and take
 `updates_per_step` clipped policy-gradient steps with a KL penalty (k3 estimator) against
 the frozen starting model. The loss is TRL's `GRPOTrainer` loss term for term (tested on a
-fixed batch; `--algorithm rloo`: TRL's `RLOOTrainer` loss and leave-one-out advantages, also tested), with two differences that TRL's generation cannot express: forced action
+fixed batch; `--algorithm rloo`: TRL's `RLOOTrainer` loss and leave-one-out advantages,
+also tested), with two differences that TRL's generation cannot express: forced action
 tokens carry no loss, and log-probabilities are taken over the frame codes only, the
 distribution the sampler actually draws from.
 
