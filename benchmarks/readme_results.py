@@ -541,15 +541,29 @@ def _planning(files: list[dict]) -> str:
               f"iterations" if isinstance(cem, dict) and "horizon" in cem else str(cem))
     if mpc.get("rounds"):
         budget += f", {mpc['rounds']} plans per episode"
-    text = (f"**PushT CEM planning** (`{d['command']}`, {_shown(d['_file'])}; {d.get('machine', '')}): {budget}; "
+    if isinstance(d["command"], list):  # separate planner runs joined by `benchmarks.pusht_planning --merge`
+        command = (", ".join(f"`{c}`" for c in d["command"]) + ", joined by `python -m benchmarks.pusht_planning "
+                   f"--merge {' '.join(d.get('runs', []))}`")
+    else:
+        command = f"`{d['command']}`"
+    text = (f"**PushT CEM planning** ({command}; {_shown(d['_file'])}; {d.get('machine', '')}): {budget}; "
             f"success: {d.get('success', 'see the results file')}.\n\n")
     rows = []
     for name, s in d["summary"].items():
         low, high = s["ci95"]
         rows.append([PLANNERS.get(name, name), str(s["episodes"]), str(s["successes"]), f"{s['success_rate']:.2f}",
                      f"[{low:.2f}, {high:.2f}]", f"{s['seconds_per_episode']:.1f}"])
-    return text + _table(["planner", "episodes", "successes", "success rate", "95% CI (Wilson)", "s/episode"],
-                         ["---", "---:", "---:", "---:", "---", "---:"], rows)
+    table = _table(["planner", "episodes", "successes", "success rate", "95% CI (Wilson)", "s/episode"],
+                   ["---", "---:", "---:", "---:", "---", "---:"], rows)
+    summary = d["summary"]
+    if {"base", "rlvr", "true_sim"} <= set(summary):
+        base, rlvr, true = (summary[k]["success_rate"] for k in ("base", "rlvr", "true_sim"))
+        share = f"{rlvr / true:.0%}" if true else "n/a"
+        met = rlvr >= base and true > 0 and rlvr >= 0.8 * true
+        table += (f"\n\nThe issue's goal (the RLVR model at least matches the base and reaches 80% of the "
+                  f"true simulator's success) is {'met' if met else '**not met**'}: RLVR {rlvr:.2f} vs base "
+                  f"{base:.2f}, {share} of the true simulator's {true:.2f}.")
+    return text + table
 
 
 def _number(x: Any, digits: int = 3) -> str:
