@@ -23,27 +23,30 @@ from trainers.grpo_video import grpo_loss, group_advantages, rloo_advantages, rl
 REPO = Path(__file__).resolve().parents[1]
 
 
+class _OneProcess:
+    """The accelerator of a single process, as TRL's loss functions use it."""
+
+    num_processes = 1
+    sync_gradients = True
+
+    def reduce(self, x, reduction="sum"):
+        return x
+
+    def gather(self, x):
+        return x
+
+    gather_for_metrics = gather
+
+
 def _trl_loss(loss_type, logps, old, ref, advantages, mask, clip, beta, max_len):
     """TRL 1.16's own `GRPOTrainer._compute_loss` on a fixed batch (model forward stubbed)."""
     from trl import GRPOTrainer
-
-    class Accelerator:
-        num_processes = 1
-        sync_gradients = True
-
-        def reduce(self, x, reduction="sum"):
-            return x
-
-        def gather(self, x):
-            return x
-
-        gather_for_metrics = gather
 
     fake = types.SimpleNamespace(
         top_entropy_quantile=1.0, aux_loss_enabled=False, off_policy_mask_threshold=None,
         importance_sampling_level="token", beta=beta, loss_type=loss_type, epsilon_low=clip, epsilon_high=clip,
         use_vllm=False, vllm_importance_sampling_correction=False, model=types.SimpleNamespace(training=True),
-        current_gradient_accumulation_steps=1, max_completion_length=max_len, accelerator=Accelerator(),
+        current_gradient_accumulation_steps=1, max_completion_length=max_len, accelerator=_OneProcess(),
         _entropy_bonus_enabled=False, _metrics=collections.defaultdict(lambda: collections.defaultdict(list)),
         args=types.SimpleNamespace(use_bias_correction_kl=False, delta=None, steps_per_generation=1),
         _get_per_token_logps_and_entropies=lambda *a, **k: (logps, torch.zeros_like(logps), None))
@@ -83,19 +86,9 @@ def test_rloo_loss_equals_trls_on_a_fixed_batch():
     mask = torch.ones(batch, length)
     mask[:, 4:6] = 0
     mask[0, 7:] = 0
-
-    class Accelerator:
-        def reduce(self, x, reduction="sum"):
-            return x
-
-        def gather(self, x):
-            return x
-
-        gather_for_metrics = gather
-
     fake = types.SimpleNamespace(
         aux_loss_enabled=False, epsilon_low=0.2, epsilon_high=0.2, model=types.SimpleNamespace(training=True),
-        accelerator=Accelerator(), _metrics=collections.defaultdict(lambda: collections.defaultdict(list)),
+        accelerator=_OneProcess(), _metrics=collections.defaultdict(lambda: collections.defaultdict(list)),
         _get_per_token_logps_and_entropies=lambda *a, **k: (logps, torch.zeros_like(logps), None))
     inputs = {"prompt_ids": torch.zeros(batch, 3, dtype=torch.long), "prompt_mask": torch.ones(batch, 3),
               "completion_ids": torch.zeros(batch, length, dtype=torch.long), "completion_mask": mask,
