@@ -117,13 +117,16 @@ def best_of_n_scores(args) -> dict:
     from rlvr_envs.video.evaluation import best_of_n, held_out_indices
     from rlvr_envs.video.task import shipped_world_model
     from trainers.grpo import Args as GRPOArgs
-    from trainers.grpo_video import build_held_out
+    from trainers.grpo_video import EVAL_TOP_K, build_held_out
 
     torch.set_num_threads(args.threads)
     held_out = build_held_out(GRPOArgs(env_id=ENV_ID, env_kwargs=("reward=mae", f"data_dir={args.data}")))
     indices = held_out_indices(len(held_out), args.eval_windows)
     model = shipped_world_model(held_out, args.model or None)
-    return {str(n): float(best_of_n(model, held_out, indices, n)["mae"].mean()) for n in args.best_of}
+    # sampled exactly as the trainer's held-out evaluation (seed 0, temperature 1, top-k 100), so
+    # best of 1 is the start model's sampled MAE of the seed-0 runs
+    return {str(n): float(best_of_n(model, held_out, indices, n, top_k=EVAL_TOP_K)["mae"].mean())
+            for n in args.best_of}
 
 
 def main(argv=None) -> int:

@@ -56,6 +56,8 @@ def test_comparison_runs_every_method_and_reuses_finished_runs(tiny, tmp_path, m
     assert report["methods"]["sb3_ppo"]["seeds"]["0"]["timesteps"] >= 1
     assert set(report["best_of_n_sampled_mae"]) == {"1", "2"}
     assert report["best_of_n_sampled_mae"]["2"] <= report["best_of_n_sampled_mae"]["1"]
+    # best of 1 is sampled as the trainer evaluates: the seed-0 runs' starting sampled MAE
+    assert report["best_of_n_sampled_mae"]["1"] == pytest.approx(report["methods"]["grpo"]["seeds"]["0"]["start_sampled_mae"])
     assert (tmp_path / "out" / "rl.png").stat().st_size > 0 and "rloo" in (tmp_path / "out" / "rl.md").read_text()
 
     def no_training(*args, **kwargs):
