@@ -655,7 +655,8 @@ def _rl_algorithms(files: list[dict]) -> str:
         runs = list(method["seeds"].values())
         seconds = f"{sum(r['train_seconds'] for r in runs) / len(runs):.0f}"
         if name == "sb3_ppo":
-            rows.append([f"SB3 PPO (token-mode MLP policy; its own {d['config']['sb3_eval']}-transition eval)",
+            rows.append([f"SB3 PPO (token-mode MLP policy; -mean reward on its own {d['config']['sb3_eval']} "
+                         f"transitions, an invalid answer scoring the minimum -1)",
                          str(len(runs)), f"{sum(r['start_mae'] for r in runs) / len(runs):.5f}",
                          f"{method['final_mae_mean']:.5f}", seconds])
         else:

@@ -171,7 +171,8 @@ def write(report: dict, out: Path) -> None:
     for name, method in report["methods"].items():
         runs = list(method["seeds"].values())
         if name == "sb3_ppo":
-            lines.append(f"| sb3_ppo (token-mode MLP policy, own {report['config']['sb3_eval']}-transition eval) | "
+            lines.append(f"| sb3_ppo (token-mode MLP policy; -mean reward on its own {report['config']['sb3_eval']} "
+                         f"transitions, an invalid answer scoring the minimum -1) | "
                          f"{len(runs)} | {np.mean([r['start_mae'] for r in runs]):.5f} | "
                          f"{method['final_mae_mean']:.5f} | {np.mean([r['train_seconds'] for r in runs]):.0f} |")
         else:
