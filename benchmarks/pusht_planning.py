@@ -54,29 +54,12 @@ def merge(directories: list[str], out: Path = RESULTS) -> dict:
         for gif in sorted((Path(directory) / "gifs").glob("*.gif")):
             (out / "gifs").mkdir(exist_ok=True)
             shutil.copy(gif, out / "gifs" / gif.name)
-    plot(merged["summary"], out / "success.png", merged["cem"])
+    from benchmarks.charts import success_bars
+
+    cem, episodes = merged["cem"], next(iter(merged["summary"].values()))["episodes"]
+    success_bars(merged["summary"], f"PushT CEM: horizon {cem['horizon']}, {cem['samples']} samples x "
+                 f"{cem['iterations']} iterations, {episodes} episodes per planner", out / "success.png")
     return merged
-
-
-def plot(summary: dict, path: Path, cem: dict) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(summary)
-    rates = [summary[n]["success_rate"] for n in names]
-    errors = [[r - summary[n]["ci95"][0] for n, r in zip(names, rates)],
-              [summary[n]["ci95"][1] - r for n, r in zip(names, rates)]]
-    figure, axis = plt.subplots(figsize=(6, 3.5))
-    axis.bar(names, rates, yerr=errors, capsize=6, color="#6a8caf")
-    axis.set(ylabel="success rate (real env)", ylim=(0, 1),
-             title=f"PushT CEM: horizon {cem['horizon']}, {cem['samples']} samples x {cem['iterations']} iterations, "
-                   f"{summary[names[0]]['episodes']} episodes (95% Wilson)")
-    axis.title.set_fontsize(8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
 
 
 def main(argv=None) -> int:

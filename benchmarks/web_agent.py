@@ -89,26 +89,10 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def plot(summary: dict[str, dict[str, Any]], title: str, path: Path) -> None:
-    import matplotlib
+    from benchmarks.charts import success_bars
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(summary)
-    rates = [summary[n]["success_rate"] for n in names]
-    # max(0, ...): at a rate of 0 or 1 the interval's end equals the rate up to rounding
-    errors = [[max(0.0, r - summary[n]["ci95"][0]) for n, r in zip(names, rates)],
-              [max(0.0, summary[n]["ci95"][1] - r) for n, r in zip(names, rates)]]
-    colors = {"policy": "grey", "base": "tab:orange", "rlvr": "tab:blue", "oracle": "tab:green"}
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
-    ax.bar(range(len(names)), rates, yerr=errors, capsize=6, color=[colors.get(n, "tab:purple") for n in names])
-    for i, rate in enumerate(rates):
-        ax.text(i, rate / 2, f"{100 * rate:.0f}%", ha="center", color="white", fontsize=9)
-    ax.set_xticks(range(len(names)), names)
-    ax.set(ylim=(0, 1.05), ylabel="success rate (Wilson 95% CI)", title=title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    success_bars(summary, title, path, {"policy": "grey", "base": "tab:orange", "rlvr": "tab:blue",
+                                        "oracle": "tab:green"})
 
 
 def make_agent(name: str, env: Any, args: argparse.Namespace):
