@@ -167,3 +167,34 @@ def test_grpo_language_under_accelerate_with_two_processes(sft_model, tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert results["processes"] == 2 and results["steps"] == 1
     assert (out / "final" / "model.safetensors").exists()
+
+
+def test_bf16_autocast_only_on_cpus_with_native_bf16():
+    from trainers.sft import cpu_has_native_bf16
+
+    assert cpu_has_native_bf16("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile\n")
+    assert cpu_has_native_bf16("flags\t\t: fpu amx_bf16 amx_tile\n")
+    # AVX512 without BF16 emulates it (2x slower than fp32 here): train in fp32
+    assert not cpu_has_native_bf16("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512bw avx512vl\n")
+    assert not cpu_has_native_bf16("")
+
+
+def test_time_limit_stops_training_and_records_the_step():
+    from types import SimpleNamespace
+
+    from rlvr_envs.integrations.hf import TimeLimit
+
+    state, control = SimpleNamespace(global_step=3, is_world_process_zero=True), SimpleNamespace(
+        should_training_stop=False)
+    unlimited = TimeLimit(0)
+    unlimited.on_train_begin(None, state, control)
+    unlimited.on_step_end(None, state, control)
+    assert not control.should_training_stop and unlimited.stopped_at is None
+    generous = TimeLimit(3600)
+    generous.on_train_begin(None, state, control)
+    generous.on_step_end(None, state, control)
+    assert not control.should_training_stop
+    spent = TimeLimit(1e-9)
+    spent.on_train_begin(None, state, control)
+    spent.on_step_end(None, state, control)
+    assert control.should_training_stop and spent.stopped_at == 3

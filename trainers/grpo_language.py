@@ -26,7 +26,7 @@ What goes where:
   fraction of groups whose samples all scored the same, which carry no learning signal)
   plus ours go to `out/log.jsonl`; held-out greedy exact accuracy (overall, changed,
   unchanged; `rlvr_envs.integrations.hf`) at the start, every `eval_every` steps and at
-  the end. Checkpoints in `out/checkpoint-N` (`--resume` continues), the final model in
+  the end. `--max-seconds` ends training early (still evaluated and saved). Checkpoints in `out/checkpoint-N` (`--resume` continues), the final model in
   `out/final` (LoRA merged), the summary in `out/results.json`.
 """
 
@@ -96,7 +96,7 @@ def train(args: Args) -> dict[str, Any]:
     import torch
     from trl import GRPOTrainer, RLOOTrainer
 
-    from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, held_out_indices
+    from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, TimeLimit, held_out_indices
     from trainers.sft import finish_run, lora_config
 
     torch.set_num_threads(args.threads)
@@ -109,10 +109,11 @@ def train(args: Args) -> dict[str, Any]:
     print(f"GRPO on {args.env_id}: {len(train_task)} training prompts, {len(evaluator.indices)} held-out, "
           f"{args.prompts_per_step} prompts x {args.group_size} samples per step over {parts['world']} process(es), "
           f"model {args.model}")
+    time_limit = TimeLimit(args.max_seconds)
     Trainer = RLOOTrainer if args.algorithm == "rloo" else GRPOTrainer
     trainer = Trainer(model=args.model, reward_funcs=reward, args=parts["config"],
                           train_dataset=parts["dataset"], processing_class=train_task.tokenizer,
-                          callbacks=[evaluator, JsonlLog(out / "log.jsonl")],
+                          callbacks=[evaluator, JsonlLog(out / "log.jsonl"), time_limit],
                           peft_config=lora_config(args.lora_r, args.lora_alpha) if args.lora_r > 0 else None)
     trainer.train(resume_from_checkpoint=parts["resume_from"])
 
@@ -121,8 +122,8 @@ def train(args: Args) -> dict[str, Any]:
     results: dict[str, Any] = {
         "args": dataclasses.asdict(args), "env_kwargs": {k: str(v) for k, v in parts["env_kwargs"].items()},
         "steps": int(trainer.state.global_step) // mu, "optimizer_steps": int(trainer.state.global_step),
-        "resumed_from": parts["resume_from"], "eval": evaluator.history,
-        "train_reward": [entry.get("reward") for entry in logs],
+        "resumed_from": parts["resume_from"], "stopped_by_time_limit_at": time_limit.stopped_at,
+        "eval": evaluator.history, "train_reward": [entry.get("reward") for entry in logs],
         "frac_zero_spread_groups": float(sum(zero) / len(zero)) if zero else math.nan,
         "reward_failures": reward.failures, "reward_errors": list(reward.errors),
         "processes": int(trainer.accelerator.num_processes),

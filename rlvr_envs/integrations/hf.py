@@ -192,3 +192,36 @@ class JsonlLog(_callback_base()):
     def on_log(self, args, state, control, logs=None, **kwargs):
         if state.is_world_process_zero and logs:
             append_jsonl(self.path, {"step": int(state.global_step), **logs})
+
+
+class TimeLimit(_callback_base()):
+    """Stops training once `seconds` of wall time have passed since training began (0 = never),
+    so a run fits a time budget and still ends with its final evaluation and save. Under
+    several processes the main process's clock decides for all (broadcast), so no process
+    waits at a collective that the others have left."""
+
+    def __init__(self, seconds: float):
+        self.seconds = float(seconds)
+        self.started: float | None = None
+        self.stopped_at: int | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.started = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if not self.seconds or self.started is None:
+            return
+        stop = time.perf_counter() - self.started >= self.seconds
+        import torch
+
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            flag = torch.tensor([float(stop)])
+            torch.distributed.broadcast(flag, src=0)
+            stop = bool(flag.item())
+        if stop:
+            control.should_training_stop = True
+            self.stopped_at = int(state.global_step)
+            if state.is_world_process_zero:
+                from tqdm.auto import tqdm
+
+                tqdm.write(f"stopping at step {state.global_step}: time limit of {self.seconds:g} s reached")
