@@ -111,6 +111,22 @@ def make_agent(name: str, env: Any, args: argparse.Namespace):
     return ModelPredictiveAgent(proposer, world_model, k=args.k)
 
 
+def write_report(out: Path, argv: list[str], args: argparse.Namespace, env: Any, agents: list[str],
+                 skipped: dict[str, str], summary: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+    """OUT/results.json (and success.png) for the agents finished so far."""
+    report = {
+        "command": "python -m benchmarks.web_agent " + " ".join(shlex.quote(a) for a in argv),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, CPU, torch threads {args.threads}",
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "config": {**vars(args), "agents": agents, "kinds": list(env.config.goal_kinds()),
+                   "value": "rlvr_envs.web.agent.rule_value", "proposer": "ScriptedProposer (noisy scripted expert)",
+                   "policy_candidates": 1},
+        "skipped": skipped, "finished": list(summary), "summary": summary, "rows": rows}
+    (out / "results.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if summary:
+        plot(summary, f"MiniWeb goals: {args.episodes} episodes, noise {args.noise}, k {args.k}", out / "success.png")
+
+
 def main(argv: list[str] | None = None) -> int:
     from tqdm.auto import tqdm
 
@@ -144,17 +160,9 @@ def main(argv: list[str] | None = None) -> int:
             mine.append({"agent": name, **row})
         rows += mine
         summary[name] = summarize(mine)
-    report = {
-        "command": "python -m benchmarks.web_agent " + " ".join(shlex.quote(a) for a in argv),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, CPU, torch threads {args.threads}",
-        "date": time.strftime("%Y-%m-%d %H:%M"),
-        "config": {**vars(args), "agents": agents, "kinds": list(env.config.goal_kinds()),
-                   "value": "rlvr_envs.web.agent.rule_value", "proposer": "ScriptedProposer (noisy scripted expert)",
-                   "policy_candidates": 1},
-        "skipped": skipped, "summary": summary, "rows": rows}
-    (out / "results.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    if summary:
-        plot(summary, f"MiniWeb goals: {args.episodes} episodes, noise {args.noise}, k {args.k}", out / "success.png")
+        write_report(out, argv, args, env, agents, skipped, summary, rows)  # a kill keeps the finished agents
+    if not summary:
+        write_report(out, argv, args, env, agents, skipped, summary, rows)
     print(f"{'agent':<8} {'success':>8} {'95% CI':>15} {'s/episode':>10} {'unparsable':>11}")
     for name, s in summary.items():
         interval = f"[{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]"

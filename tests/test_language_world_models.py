@@ -1,0 +1,60 @@
+"""benchmarks.language_world_models: paired held-out comparison of language world models."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def micro_models(tmp_path_factory):
+    from rlvr_envs.integrations import task_from_env_id
+    from trainers.sft import build_text_model, save_final
+
+    task = task_from_env_id("RLVRWorld/MiniWeb-v0", split="test", size=4)
+    root = tmp_path_factory.mktemp("lwm")
+    dirs = []
+    for seed in (0, 1):
+        model = build_text_model(task.tokenizer, "micro", seed=seed)
+        dirs.append(save_final(model, task.tokenizer, root / f"m{seed}" / "final"))
+    (root / "m0" / "results.json").write_text(json.dumps({"steps": 7, "seconds": 1.5, "args": {"lr": 1e-3}}))
+    return dirs
+
+
+def test_compares_models_on_the_same_transitions(micro_models, tmp_path):
+    from benchmarks.language_world_models import main
+
+    out = tmp_path / "lwm.json"
+    assert main(["--models", f"a={micro_models[0]}", f"b={micro_models[1]}", f"again={micro_models[0]}",
+                 "--transitions", "3", "--max-new-tokens", "8", "--threads", "1", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    a, b, again = (report["models"][k] for k in ("a", "b", "again"))
+    assert len(a["rewards"]) == 3 and a["n"] == 3 and "versus_first" not in a
+    assert a["training"]["steps"] == 7 and b["training"] is None
+    # the same model answers the same transitions the same way (greedy): no difference
+    assert again["rewards"] == a["rewards"] and again["versus_first"]["mean_difference"] == 0
+    assert "mean_difference" in b["versus_first"]
+    assert report["command"].startswith("python -m benchmarks.language_world_models --models a=")
+    assert "| again |" in out.with_suffix(".md").read_text()
+
+
+def test_bad_model_specs_fail_with_the_reason(micro_models, tmp_path):
+    from benchmarks.language_world_models import main
+
+    with pytest.raises(SystemExit, match="NAME=DIR"):
+        main(["--models", str(micro_models[0]), "--out", str(tmp_path / "x.json")])
+    with pytest.raises(SystemExit, match="config.json missing"):
+        main(["--models", f"a={tmp_path}", "--out", str(tmp_path / "x.json")])
+    with pytest.raises(SystemExit, match="twice"):
+        main(["--models", f"a={micro_models[0]}", f"a={micro_models[1]}", "--out", str(tmp_path / "x.json")])
+
+
+def test_paired_difference_and_test():
+    from benchmarks.language_world_models import paired
+
+    result = paired([0.0, 0.5, 0.5, 1.0], [0.5, 1.0, 0.5, 1.0])
+    assert result["mean_difference"] == pytest.approx(0.25)
+    assert 0 < result["p_value"] < 1
+    with pytest.raises(ValueError):
+        paired([0.0], [0.0, 1.0])
