@@ -674,6 +674,29 @@ def _rl_algorithms(files: list[dict]) -> str:
                      rows))
 
 
+def _language_world_models(files: list[dict]) -> str:
+    d = files[0]
+    c = d["config"]
+    rows = []
+    for name, r in d["models"].items():
+        versus = r.get("versus_first")
+        cell = "" if versus is None else (f"{versus['mean_difference']:+.3f} ± {versus['standard_error']:.3f} "
+                                          f"(p {_p(versus['p_value'])})")
+        training = r.get("training") or {}
+        trained = f"{training['steps']} steps, {training['seconds'] / 60:.0f} min" \
+            if training.get("steps") is not None and training.get("seconds") is not None else ""
+        rows.append([name, trained, f"{r['reward']:.3f}", f"{r['accuracy']:.3f}",
+                     f"{r['accuracy_changed']:.3f} ({r['n_changed']})",
+                     f"{r['accuracy_unchanged']:.3f} ({r['n_unchanged']})", cell])
+    first = next(iter(d["models"]))
+    return (f"**Language world models on {c['env_id']}** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}, "
+            f"{d['date']}): greedy answers to the same {c['transitions']} held-out transitions; reward: "
+            f"{c['reward'] or 'the task reward'}; the last column is each model's paired difference in reward from "
+            f"{first} (mean ± standard error, paired t-test).\n\n"
+            + _table(["model", "training", "mean reward", "exact", "exact (changed)", "exact (unchanged)",
+                      f"vs {first}"], ["---", "---", "---:", "---:", "---:", "---:", "---"], rows))
+
+
 WEB_AGENTS = {"policy": "noisy scripted policy alone", "base": "+ SFT (MLE) world model",
               "rlvr": "+ GRPO (RLVR) world model", "oracle": "+ the true simulator (oracle)"}
 
@@ -724,6 +747,9 @@ SECTIONS: tuple[Section, ...] = (
             _planning),
     Section("Does the learned simulator follow its actions?", ("learned_sim_fidelity.json",),
             "python -m benchmarks.learned_sim_fidelity", _fidelity),
+    Section("Language world models on MiniWeb", ("web_world_models.json",),
+            "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniWeb-v0 --models sft=DIR rlvr=DIR "
+            "--out benchmarks/results/web_world_models.json", _language_world_models),
     Section("Web agents on MiniWeb goals", ("web_agent/results.json",),
             "python -m benchmarks.web_agent --base-model DIR --rlvr-model DIR", _web_agent),
     Section("PushT success judge", ("pusht_success_judge.json",), "python -m benchmarks.pusht_success_judge",
