@@ -534,6 +534,14 @@ PLANNERS = {"base": "CEM, MLE base world model", "rlvr": "CEM, RLVR world model"
             "true_sim": "CEM, true simulator"}
 
 
+def _commands(d: dict, module: str) -> str:
+    """A results file's command in backticks; runs joined by `module --merge` name each run's command."""
+    if isinstance(d["command"], list):
+        return (", ".join(f"`{c}`" for c in d["command"]) + f", joined by `python -m {module} "
+                f"--merge {' '.join(d.get('runs', []))}`")
+    return f"`{d['command']}`"
+
+
 def _planning(files: list[dict]) -> str:
     d = files[0]
     cem, mpc = d.get("cem", {}), d.get("mpc", {})
@@ -541,11 +549,7 @@ def _planning(files: list[dict]) -> str:
               f"iterations" if isinstance(cem, dict) and "horizon" in cem else str(cem))
     if mpc.get("rounds"):
         budget += f", {mpc['rounds']} plans per episode"
-    if isinstance(d["command"], list):  # separate planner runs joined by `benchmarks.pusht_planning --merge`
-        command = (", ".join(f"`{c}`" for c in d["command"]) + ", joined by `python -m benchmarks.pusht_planning "
-                   f"--merge {' '.join(d.get('runs', []))}`")
-    else:
-        command = f"`{d['command']}`"
+    command = _commands(d, "benchmarks.pusht_planning")
     text = (f"**PushT CEM planning** ({command}; {_shown(d['_file'])}; {d.get('machine', '')}): {budget}; "
             f"success: {d.get('success', 'see the results file')}.\n\n")
     rows = []
@@ -711,7 +715,9 @@ def _web_agent(files: list[dict]) -> str:
                      f"[{low:.2f}, {high:.2f}]", f"{s['unparsable']} / {s['predictions']}",
                      f"{s['seconds_per_episode']:.2f}"])
     skipped = "".join(f" Agent {name} not run: {why}." for name, why in d.get("skipped", {}).items())
-    return (f"**Web agents on MiniWeb goals** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}, {d['date']}): "
+    machine = "; ".join(d["machine"]) if isinstance(d["machine"], list) else d["machine"]
+    return (f"**Web agents on MiniWeb goals** ({_commands(d, 'benchmarks.web_agent')}, {_shown(d['_file'])}; "
+            f"{machine}, {d['date']}): "
             f"the same {c['episodes']} seeded goal episodes of `RLVRWorld/MiniWeb-Goal-v0` for every agent; the policy "
             f"proposes {c['k']} candidates (noise {c['noise']}), the world model predicts each one's page changes and "
             f"the rule-based value picks one.{skipped}\n\n"

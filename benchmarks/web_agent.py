@@ -19,7 +19,15 @@ An agent whose model is not given is skipped with a note.
 
 Writes OUT/results.json (config, command, machine, per-episode rows, per-agent success with
 its Wilson 95% interval, seconds per episode, unparsable candidate predictions) and
-OUT/success.png (default OUT: benchmarks/results/web_agent/).
+OUT/success.png (default OUT: benchmarks/results/web_agent/), rewritten after each agent.
+
+Agents can run as separate processes (one thread each) and be joined afterwards:
+
+    python -m benchmarks.web_agent --agents policy,base,oracle --base-model DIR --out runs/web_agent/base ...
+    python -m benchmarks.web_agent --agents rlvr --rlvr-model DIR --out runs/web_agent/rlvr ...
+    python -m benchmarks.web_agent --merge runs/web_agent/base runs/web_agent/rlvr
+
+`--merge` refuses runs whose episodes, seeds, noise, k or step limit differ, or that repeat an agent.
 """
 
 from __future__ import annotations
@@ -127,6 +135,46 @@ def write_report(out: Path, argv: list[str], args: argparse.Namespace, env: Any,
         plot(summary, f"MiniWeb goals: {args.episodes} episodes, noise {args.noise}, k {args.k}", out / "success.png")
 
 
+#: what must agree for runs to be joined: the same episodes met by the same proposer
+SAME_EPISODES = ("episodes", "seed", "agent_seed", "noise", "k", "max_steps", "kinds")
+
+
+def merge(directories: list[str], out: Path = RESULTS) -> dict[str, Any]:
+    """One report from several runs of this script over the same episodes (see SAME_EPISODES)."""
+    reports = []
+    for directory in directories:
+        path = Path(directory) / "results.json"
+        if not path.is_file():
+            raise SystemExit(f"{directory}: no results.json (not a finished run of benchmarks.web_agent)")
+        reports.append(json.loads(path.read_text(encoding="utf-8")))
+    first = reports[0]
+    for directory, report in zip(directories[1:], reports[1:]):
+        for key in SAME_EPISODES:
+            if report["config"].get(key) != first["config"].get(key):
+                raise SystemExit(f"{directory} has another {key} ({report['config'].get(key)!r}) than "
+                                 f"{directories[0]} ({first['config'].get(key)!r})")
+    names = [name for report in reports for name in report["summary"]]
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise SystemExit(f"agents {repeated} appear in more than one run")
+    merged = {**first, "command": [r["command"] for r in reports], "runs": [str(d) for d in directories],
+              "machine": sorted({r["machine"] for r in reports}) if len({r["machine"] for r in reports}) > 1
+              else first["machine"],
+              "summary": {k: v for r in reports for k, v in r["summary"].items()},
+              "skipped": {}, "finished": names, "rows": [row for r in reports for row in r["rows"]]}
+    merged["config"] = {**first["config"], "agents": names,
+                        "base_model": next((r["config"]["base_model"] for r in reports if r["config"].get("base_model")
+                                            and "base" in r["summary"]), None),
+                        "rlvr_model": next((r["config"]["rlvr_model"] for r in reports if r["config"].get("rlvr_model")
+                                            and "rlvr" in r["summary"]), None)}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
+    c = merged["config"]
+    plot(merged["summary"], f"MiniWeb goals: {c['episodes']} episodes, noise {c['noise']}, k {c['k']}",
+         out / "success.png")
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     from tqdm.auto import tqdm
 
@@ -134,6 +182,12 @@ def main(argv: list[str] | None = None) -> int:
     from rlvr_envs.web.goals import MiniWebGoalEnv
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--merge"]:
+        if len(argv) < 3:
+            raise SystemExit("--merge needs at least two run directories")
+        merged = merge(argv[1:])
+        print(json.dumps({k: v["success_rate"] for k, v in merged["summary"].items()}, indent=2))
+        return 0
     args = build_parser().parse_args(argv)
     agents = validate(args)
     kinds = tuple(k.strip() for k in args.kinds.split(",")) if args.kinds else None

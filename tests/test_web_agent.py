@@ -250,3 +250,23 @@ def test_benchmark_plot_takes_rates_of_zero_and_one(tmp_path):
     assert summary["oracle"]["success_rate"] == 1.0 and summary["oracle"]["unparsable_rate"] == 0.25
     plot(summary, "rates at the ends", tmp_path / "plot.png")
     assert (tmp_path / "plot.png").exists()
+
+
+def test_benchmark_runs_merge_only_when_they_met_the_same_episodes(tmp_path):
+    from benchmarks.web_agent import main, merge
+
+    common = ["--episodes", "2", "--k", "2", "--noise", "0.5"]
+    assert main([*common, "--agents", "policy", "--out", str(tmp_path / "a")]) == 0
+    assert main([*common, "--agents", "oracle", "--out", str(tmp_path / "b")]) == 0
+    merged = merge([str(tmp_path / "a"), str(tmp_path / "b")], out=tmp_path / "joined")
+    assert list(merged["summary"]) == ["policy", "oracle"] and len(merged["rows"]) == 4
+    assert merged["command"][1].endswith("--agents oracle --out " + str(tmp_path / "b"))
+    assert json.loads((tmp_path / "joined" / "results.json").read_text())["config"]["agents"] == ["policy", "oracle"]
+    assert (tmp_path / "joined" / "success.png").exists()
+    with pytest.raises(SystemExit, match="more than one run"):
+        merge([str(tmp_path / "a"), str(tmp_path / "a")], out=tmp_path / "x")
+    assert main(["--episodes", "2", "--k", "3", "--noise", "0.5", "--agents", "oracle", "--out", str(tmp_path / "c")]) == 0
+    with pytest.raises(SystemExit, match="another k"):
+        merge([str(tmp_path / "a"), str(tmp_path / "c")], out=tmp_path / "x")
+    with pytest.raises(SystemExit, match="no results.json"):
+        merge([str(tmp_path / "a"), str(tmp_path / "missing")], out=tmp_path / "x")
