@@ -26,8 +26,9 @@ What goes where:
   fraction of groups whose samples all scored the same, which carry no learning signal)
   plus ours go to `out/log.jsonl`; held-out greedy exact accuracy (overall, changed,
   unchanged; `rlvr_envs.integrations.hf`) at the start, every `eval_every` steps and at
-  the end. `--max-seconds` ends training early (still evaluated and saved). Checkpoints in `out/checkpoint-N` (`--resume` continues), the final model in
-  `out/final` (LoRA merged), the summary in `out/results.json`.
+  the end; `--max-seconds` ends training early (still evaluated and saved). Checkpoints in
+  `out/checkpoint-N` (`--resume` continues), the final model in `out/final` (LoRA merged),
+  the summary in `out/results.json`.
 """
 
 from __future__ import annotations

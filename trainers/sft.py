@@ -19,8 +19,8 @@ LoRA (`--lora-r`). `--balance` draws changed and unchanged transitions equally o
 (RLVR-World balanced them: "nothing changes" alone is right on most transitions).
 
 Held-out exact accuracy (overall, changed, unchanged; `rlvr_envs.integrations.hf`) is
-measured at the start (not for a model built from scratch), every `--eval-every` steps and at the end, on the first
-`--eval-size` transitions of the test split. Checkpoints go to `out/checkpoint-N`
+measured at the start (not for a model built from scratch), every `--eval-every` steps and
+at the end, on the first `--eval-size` transitions of the test split. Checkpoints go to `out/checkpoint-N`
 (`--resume` continues from the last one), the final model to `out/final` (LoRA merged),
 logs to `out/log.jsonl`, the summary to `out/results.json`.
 """
