@@ -70,14 +70,22 @@ def paired(reference: list[float], other: list[float]) -> dict[str, float]:
     return {"mean_difference": mean, "standard_error": sd / math.sqrt(n) if n > 1 else float("nan"), "p_value": p}
 
 
-def training_summary(model_dir: Path) -> dict[str, Any] | None:
-    """The trainer's `results.json` beside a `final` directory: its arguments, steps and seconds."""
-    path = model_dir.parent / "results.json"
-    if not path.is_file():
-        return None
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return {k: data.get(k) for k in ("args", "steps", "seconds", "parameters", "frac_zero_spread_groups")
-            if k in data}
+def training_summary(model_dir: Path) -> list[dict[str, Any]] | None:
+    """How a model was trained, oldest stage first: each trainer's `results.json` beside a `final`
+    directory (stage, steps, seconds, starting model), following each stage's `--model` back
+    while it is a local run's `final` directory (SFT from scratch, more SFT, then GRPO)."""
+    stages: list[dict[str, Any]] = []
+    seen: set[Path] = set()
+    directory: Path | None = model_dir
+    while directory is not None and (directory.parent / "results.json").is_file() and directory not in seen:
+        seen.add(directory)
+        data = json.loads((directory.parent / "results.json").read_text(encoding="utf-8"))
+        args = data.get("args", {})
+        kind = str(args.get("algorithm", "grpo")).upper() if "group_size" in args else "SFT"
+        stages.append({"stage": kind, "steps": data.get("steps"), "seconds": data.get("seconds"),
+                       "model": args.get("model") or None, "run": str(directory.parent)})
+        directory = Path(args["model"]).expanduser() if args.get("model") else None
+    return stages[::-1] or None
 
 
 def evaluate(model_dir: Path, task: Any, indices: list[int], max_new_tokens: int | None,

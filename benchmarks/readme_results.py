@@ -686,9 +686,9 @@ def _language_world_models(files: list[dict]) -> str:
         versus = r.get("versus_first")
         cell = "" if versus is None else (f"{versus['mean_difference']:+.3f} ± {versus['standard_error']:.3f} "
                                           f"(p {_p(versus['p_value'])})")
-        training = r.get("training") or {}
-        trained = f"{training['steps']} steps, {training['seconds'] / 60:.0f} min" \
-            if training.get("steps") is not None and training.get("seconds") is not None else ""
+        trained = " then ".join(f"{t['stage']} {t['steps']} steps ({t['seconds'] / 60:.0f} min)"
+                                for t in r.get("training") or [] if t.get("steps") is not None
+                                and t.get("seconds") is not None)
         rows.append([name, trained, f"{r['reward']:.3f}", f"{r['accuracy']:.3f}",
                      f"{r['accuracy_changed']:.3f} ({r['n_changed']})",
                      f"{r['accuracy_unchanged']:.3f} ({r['n_unchanged']})", cell])

@@ -18,7 +18,10 @@ def micro_models(tmp_path_factory):
     for seed in (0, 1):
         model = build_text_model(task.tokenizer, "micro", seed=seed)
         dirs.append(save_final(model, task.tokenizer, root / f"m{seed}" / "final"))
-    (root / "m0" / "results.json").write_text(json.dumps({"steps": 7, "seconds": 1.5, "args": {"lr": 1e-3}}))
+    (root / "m0" / "results.json").write_text(json.dumps({"steps": 7, "seconds": 1.5, "args": {"model": ""}}))
+    # m1: GRPO from m0 (a chain of runs, oldest first in the report)
+    (root / "m1" / "results.json").write_text(json.dumps({"steps": 3, "seconds": 2.0, "args": {
+        "model": str(dirs[0]), "group_size": 8, "algorithm": "grpo"}}))
     return dirs
 
 
@@ -31,7 +34,8 @@ def test_compares_models_on_the_same_transitions(micro_models, tmp_path):
     report = json.loads(out.read_text())
     a, b, again = (report["models"][k] for k in ("a", "b", "again"))
     assert len(a["rewards"]) == 3 and a["n"] == 3 and "versus_first" not in a
-    assert a["training"]["steps"] == 7 and b["training"] is None
+    assert [(t["stage"], t["steps"]) for t in a["training"]] == [("SFT", 7)]
+    assert [(t["stage"], t["steps"]) for t in b["training"]] == [("SFT", 7), ("GRPO", 3)]
     # the same model answers the same transitions the same way (greedy): no difference
     assert again["rewards"] == a["rewards"] and again["versus_first"]["mean_difference"] == 0
     assert "mean_difference" in b["versus_first"]

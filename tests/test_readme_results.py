@@ -104,14 +104,16 @@ def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
         "summary": {"oracle": {"episodes": 100, "successes": 91, "success_rate": 0.91, "ci95": [0.84, 0.95],
                                "unparsable": 0, "predictions": 700, "seconds_per_episode": 0.05}}}))
     model = {"accuracy": 0.1, "accuracy_changed": 0.05, "accuracy_unchanged": 0.9, "n_changed": 60,
-             "n_unchanged": 4, "reward": 0.4, "parsed": 1.0, "training": {"steps": 700, "seconds": 1800.0}}
+             "n_unchanged": 4, "reward": 0.4, "parsed": 1.0,
+             "training": [{"stage": "SFT", "steps": 900, "seconds": 1800.0}, {"stage": "SFT", "steps": 700,
+                                                                          "seconds": 1500.0}]}
     (tmp_path / "web_world_models.json").write_text(json.dumps({
         "command": "python -m benchmarks.language_world_models --models sft=A rlvr=B", "machine": "x86_64, 2 cores",
         "date": "today", "config": {"env_id": "RLVRWorld/MiniWeb-v0", "transitions": 64, "reward": "F1"},
         "models": {"sft": model, "rlvr": {**model, "reward": 0.45, "training": None, "versus_first": {
             "mean_difference": 0.05, "standard_error": 0.01, "p_value": 0.003}}}}))
     text = rr.render()
-    assert "| sft | 700 steps, 30 min | 0.400 | 0.100 | 0.050 (60) | 0.900 (4) |  |" in text
+    assert "| sft | SFT 900 steps (30 min) then SFT 700 steps (25 min) | 0.400 | 0.100 | 0.050 (60) | 0.900 (4) |  |" in text
     assert "| rlvr |  | 0.450 | 0.100 | 0.050 (60) | 0.900 (4) | +0.050 ± 0.010 (p 3e-3) |" in text
     assert "| + the true simulator (oracle) | 100 | 91 | 0.91 | [0.84, 0.95] | 0 / 700 | 0.05 |" in text
     assert "Agent rlvr not run: --rlvr-model not given." in text.replace("\n", " ")
