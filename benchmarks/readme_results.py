@@ -723,7 +723,29 @@ def _web_agent(files: list[dict]) -> str:
             f"the rule-based value picks one.{skipped}\n\n"
             + _table(["agent", "episodes", "successes", "success rate", "95% CI (Wilson)",
                       "unparsable predictions", "s/episode"], ["---", "---:", "---:", "---:", "---", "---:", "---:"],
-                     rows))
+                     rows) + _web_agent_verdict(d))
+
+
+def _web_agent_verdict(d: dict) -> str:
+    """Issue 12's goal, decided from the numbers: the RLVR world model's agent beats the base's,
+    and the oracle's bounds both; with the paired (McNemar) comparison on the same episodes."""
+    rate = {name: s["success_rate"] for name, s in d["summary"].items()}
+    if not {"base", "rlvr", "oracle"} <= set(rate):
+        return ""
+    met = rate["rlvr"] > rate["base"] and rate["oracle"] >= max(rate["base"], rate["rlvr"])
+    text = (f"\n\nThe goal (the RLVR world model's agent beats the base's, and the oracle bounds both) is "
+            f"**{'met' if met else 'not met'}**: RLVR {rate['rlvr']:.2f} vs base {rate['base']:.2f}, oracle "
+            f"{rate['oracle']:.2f}")
+    pair = d.get("paired", {}).get("base vs rlvr")
+    if pair:
+        text += (f"; on the same {pair['episodes']} episodes only the RLVR agent succeeded in {pair['rlvr_only']} and "
+                 f"only the base agent in {pair['base_only']} (McNemar p {_p(pair['p_mcnemar'])})")
+    if "policy" in rate:
+        below = [name for name in ("base", "rlvr") if rate[name] < rate["policy"]]
+        if below:
+            text += (f". With {' and '.join(below)} world model{'s' if len(below) > 1 else ''} the agent does worse "
+                     f"than the policy alone ({rate['policy']:.2f}): wrong predictions mislead the value")
+    return text + "."
 
 
 SECTIONS: tuple[Section, ...] = (

@@ -96,6 +96,25 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "unparsable_rate": unparsable / predictions if predictions else 0.0}
 
 
+def paired_outcomes(rows: list[dict[str, Any]], agents: list[str]) -> dict[str, dict[str, Any]]:
+    """For each pair of agents (in `agents` order), on the episodes both ran: how often only the
+    first succeeded, only the second, and McNemar's exact p (a two-sided binomial test on
+    those discordant episodes; every agent meets the same episodes, so the comparison is paired)."""
+    from scipy.stats import binomtest
+
+    outcome = {(r["agent"], r["index"]): bool(r["success"]) for r in rows}
+    pairs: dict[str, dict[str, Any]] = {}
+    for i, a in enumerate(agents):
+        for b in agents[i + 1:]:
+            both = sorted({j for name, j in outcome if name == a} & {j for name, j in outcome if name == b})
+            only_a = sum(outcome[a, j] and not outcome[b, j] for j in both)
+            only_b = sum(outcome[b, j] and not outcome[a, j] for j in both)
+            p = binomtest(only_a, only_a + only_b, 0.5).pvalue if only_a + only_b else 1.0
+            pairs[f"{a} vs {b}"] = {"episodes": len(both), f"{a}_only": only_a, f"{b}_only": only_b,
+                                    "p_mcnemar": float(p)}
+    return pairs
+
+
 def plot(summary: dict[str, dict[str, Any]], title: str, path: Path) -> None:
     from benchmarks.charts import success_bars
 
@@ -129,7 +148,8 @@ def write_report(out: Path, argv: list[str], args: argparse.Namespace, env: Any,
         "config": {**vars(args), "agents": agents, "kinds": list(env.config.goal_kinds()),
                    "value": "rlvr_envs.web.agent.rule_value", "proposer": "ScriptedProposer (noisy scripted expert)",
                    "policy_candidates": 1},
-        "skipped": skipped, "finished": list(summary), "summary": summary, "rows": rows}
+        "skipped": skipped, "finished": list(summary), "summary": summary,
+        "paired": paired_outcomes(rows, list(summary)), "rows": rows}
     (out / "results.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     if summary:
         plot(summary, f"MiniWeb goals: {args.episodes} episodes, noise {args.noise}, k {args.k}", out / "success.png")
@@ -160,8 +180,9 @@ def merge(directories: list[str], out: Path = RESULTS) -> dict[str, Any]:
     merged = {**first, "command": [r["command"] for r in reports], "runs": [str(d) for d in directories],
               "machine": sorted({r["machine"] for r in reports}) if len({r["machine"] for r in reports}) > 1
               else first["machine"],
-              "summary": {k: v for r in reports for k, v in r["summary"].items()},
+              "summary": {k: v for a in AGENTS for r in reports for k, v in r["summary"].items() if k == a},
               "skipped": {}, "finished": names, "rows": [row for r in reports for row in r["rows"]]}
+    merged["paired"] = paired_outcomes(merged["rows"], [a for a in AGENTS if a in names])
     merged["config"] = {**first["config"], "agents": names,
                         "base_model": next((r["config"]["base_model"] for r in reports if r["config"].get("base_model")
                                             and "base" in r["summary"]), None),

@@ -103,6 +103,23 @@ def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
         "config": {"episodes": 100, "k": 3, "noise": 0.7}, "skipped": {"rlvr": "--rlvr-model not given"},
         "summary": {"oracle": {"episodes": 100, "successes": 91, "success_rate": 0.91, "ci95": [0.84, 0.95],
                                "unparsable": 0, "predictions": 700, "seconds_per_episode": 0.05}}}))
+    agent = {"episodes": 100, "ci95": [0.1, 0.3], "unparsable": 1, "predictions": 700, "seconds_per_episode": 20.0}
+    (tmp_path / "web_agent_merged").mkdir()
+    merged = {"command": ["python -m benchmarks.web_agent --agents base,oracle --out A",
+                          "python -m benchmarks.web_agent --agents rlvr --out B"], "runs": ["A", "B"],
+              "machine": "x86_64, 2 cores", "date": "today", "config": {"episodes": 100, "k": 3, "noise": 0.7},
+              "summary": {"policy": {**agent, "successes": 31, "success_rate": 0.31},
+                          "base": {**agent, "successes": 20, "success_rate": 0.20},
+                          "rlvr": {**agent, "successes": 25, "success_rate": 0.25},
+                          "oracle": {**agent, "successes": 91, "success_rate": 0.91}},
+              "paired": {"base vs rlvr": {"episodes": 100, "base_only": 5, "rlvr_only": 10, "p_mcnemar": 0.3}}}
+    merged_text = rr._web_agent([{**merged, "_file": "web_agent/results.json"}]).replace("\n", " ")
+    assert "joined by `python -m benchmarks.web_agent --merge A B`" in merged_text
+    assert "is **met**: RLVR 0.25 vs base 0.20, oracle 0.91" in merged_text
+    assert "only the RLVR agent succeeded in 10 and only the base agent in 5 (McNemar p 0.30)" in merged_text
+    assert "With base and rlvr world models the agent does worse than the policy alone (0.31)" in merged_text
+    merged["summary"]["rlvr"]["success_rate"] = 0.2
+    assert "**not met**" in rr._web_agent([{**merged, "_file": "web_agent/results.json"}])
     model = {"accuracy": 0.1, "accuracy_changed": 0.05, "accuracy_unchanged": 0.9, "n_changed": 60,
              "n_unchanged": 4, "reward": 0.4, "parsed": 1.0,
              "training": [{"stage": "SFT", "steps": 900, "seconds": 1800.0}, {"stage": "SFT", "steps": 700,

@@ -260,6 +260,9 @@ def test_benchmark_runs_merge_only_when_they_met_the_same_episodes(tmp_path):
     assert main([*common, "--agents", "oracle", "--out", str(tmp_path / "b")]) == 0
     merged = merge([str(tmp_path / "a"), str(tmp_path / "b")], out=tmp_path / "joined")
     assert list(merged["summary"]) == ["policy", "oracle"] and len(merged["rows"]) == 4
+    pair = merged["paired"]["policy vs oracle"]
+    assert pair["episodes"] == 2 and pair["oracle_only"] - pair["policy_only"] == \
+        merged["summary"]["oracle"]["successes"] - merged["summary"]["policy"]["successes"]
     assert merged["command"][1].endswith("--agents oracle --out " + str(tmp_path / "b"))
     assert json.loads((tmp_path / "joined" / "results.json").read_text())["config"]["agents"] == ["policy", "oracle"]
     assert (tmp_path / "joined" / "success.png").exists()
@@ -270,3 +273,13 @@ def test_benchmark_runs_merge_only_when_they_met_the_same_episodes(tmp_path):
         merge([str(tmp_path / "a"), str(tmp_path / "c")], out=tmp_path / "x")
     with pytest.raises(SystemExit, match="no results.json"):
         merge([str(tmp_path / "a"), str(tmp_path / "missing")], out=tmp_path / "x")
+
+
+def test_paired_outcomes_count_discordant_episodes():
+    from benchmarks.web_agent import paired_outcomes
+
+    rows = [{"agent": a, "index": i, "success": ok} for a, results in
+            (("base", [1, 0, 0, 1, 0]), ("rlvr", [1, 1, 1, 0, 0])) for i, ok in enumerate(results)]
+    pair = paired_outcomes(rows, ["base", "rlvr"])["base vs rlvr"]
+    assert (pair["episodes"], pair["base_only"], pair["rlvr_only"]) == (5, 1, 2) and pair["p_mcnemar"] == 1.0
+    assert paired_outcomes(rows[:5], ["base"]) == {}
