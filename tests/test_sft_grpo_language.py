@@ -43,6 +43,8 @@ def sft_model(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("sft")
     first = main(sft_args(out))
     assert first["steps"] == 1 and first["resumed_from"] is None
+    # a fresh model is not evaluated before training (it scores 0 and generates to the full budget)
+    assert [e["step"] for e in first["eval"]] == [1]
     with pytest.raises(FileExistsError, match="--resume"):
         main(sft_args(out, steps=2))
     second = main(sft_args(out, steps=2, resume=True))

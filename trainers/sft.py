@@ -303,9 +303,10 @@ def main(args: Args) -> dict[str, Any]:
         seed=args.seed, data_seed=args.seed, completion_only_loss=True, max_length=None, packing=False,
         dataset_num_proc=None, dataloader_num_workers=0, **device_kwargs(args.fp32))
     # a freshly initialised model scores 0 and generates to the full budget: skip that evaluation
+    # (a resumed run starts from a trained checkpoint and is evaluated)
     evaluator = HeldOutEval(eval_task, held_out_indices(eval_task, args.eval_size), args.eval_every,
                             log_path=out / "log.jsonl", max_new_tokens=args.max_new_tokens or None,
-                            at_start=not args.from_scratch)
+                            at_start=not args.from_scratch or resume_from is not None)
     trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(train_task, indices),
                          processing_class=train_task.tokenizer, callbacks=[evaluator, JsonlLog(out / "log.jsonl")],
                          peft_config=lora_config(args.lora_r, args.lora_alpha) if args.lora_r > 0 else None)
