@@ -181,7 +181,7 @@ def merge(directories: list[str], out: Path = RESULTS) -> dict[str, Any]:
               "machine": sorted({r["machine"] for r in reports}) if len({r["machine"] for r in reports}) > 1
               else first["machine"],
               "summary": {k: v for a in AGENTS for r in reports for k, v in r["summary"].items() if k == a},
-              "skipped": {}, "finished": names, "rows": [row for r in reports for row in r["rows"]]}
+              "date": max(r["date"] for r in reports), "skipped": {}, "finished": names, "rows": [row for r in reports for row in r["rows"]]}
     merged["paired"] = paired_outcomes(merged["rows"], [a for a in AGENTS if a in names])
     merged["config"] = {**first["config"], "agents": names,
                         "base_model": next((r["config"]["base_model"] for r in reports if r["config"].get("base_model")
