@@ -177,11 +177,11 @@ def merge(directories: list[str], out: Path = RESULTS) -> dict[str, Any]:
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise SystemExit(f"agents {repeated} appear in more than one run")
+    machines = sorted({r["machine"] for r in reports})
     merged = {**first, "command": [r["command"] for r in reports], "runs": [str(d) for d in directories],
-              "machine": sorted({r["machine"] for r in reports}) if len({r["machine"] for r in reports}) > 1
-              else first["machine"],
+              "machine": machines[0] if len(machines) == 1 else machines, "date": max(r["date"] for r in reports),
               "summary": {k: v for a in AGENTS for r in reports for k, v in r["summary"].items() if k == a},
-              "date": max(r["date"] for r in reports), "skipped": {}, "finished": names, "rows": [row for r in reports for row in r["rows"]]}
+              "skipped": {}, "finished": names, "rows": [row for r in reports for row in r["rows"]]}
     merged["paired"] = paired_outcomes(merged["rows"], [a for a in AGENTS if a in names])
     merged["config"] = {**first["config"], "agents": names,
                         "base_model": next((r["config"]["base_model"] for r in reports if r["config"].get("base_model")
