@@ -13,15 +13,14 @@ paired t-test).
         --out benchmarks/results/web_world_models.json
 
 Writes OUT (JSON: command, machine, config, per-model report with per-transition rewards,
-and the training summary `results.json` next to each model directory when there is one)
-and OUT with `.md`.
+and each model's training stages read from the trainers' `results.json` files, see
+`training_summary`) and OUT with `.md`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import platform
 import shlex
@@ -59,15 +58,12 @@ def parse_models(specs: list[str]) -> dict[str, Path]:
 
 
 def paired(reference: list[float], other: list[float]) -> dict[str, float]:
-    """Mean of other - reference over the same transitions, its standard error and the paired t-test's p."""
-    from scipy import stats
+    """Mean of other - reference over the same transitions, its standard error and the paired
+    t-test's p (`rlvr_envs.video.evaluation.paired_difference`, the video benchmarks' test)."""
+    from rlvr_envs.video.evaluation import paired_difference
 
-    diffs = [b - a for a, b in zip(reference, other, strict=True)]
-    n = len(diffs)
-    mean = sum(diffs) / n
-    sd = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1)) if n > 1 else float("nan")
-    p = float(stats.ttest_rel(other, reference).pvalue) if n > 1 and sd > 0 else float("nan")
-    return {"mean_difference": mean, "standard_error": sd / math.sqrt(n) if n > 1 else float("nan"), "p_value": p}
+    result = paired_difference(reference, other)
+    return {"mean_difference": result.mean, "standard_error": result.stderr, "p_value": result.p}
 
 
 def training_summary(model_dir: Path) -> list[dict[str, Any]] | None:
