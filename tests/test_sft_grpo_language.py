@@ -149,6 +149,21 @@ def test_impossible_configs_fail_before_training(sft_model, tmp_path, monkeypatc
         assert not (tmp_path / out / "log.jsonl").exists()
 
 
+def test_grpo_balance_draws_changed_and_unchanged_prompts_equally(sft_model, tmp_path):
+    from trainers.grpo import main
+    from trainers.grpo_language import build
+
+    plain = build(grpo_args(str(sft_model / "final"), tmp_path / "a"))["dataset"]
+    balanced = build(grpo_args(str(sft_model / "final"), tmp_path / "b", balance=True))["dataset"]
+    assert len(plain) == 8 and plain["index"] == list(range(8))
+    changed = balanced["changed"]
+    assert 0 < sum(plain["changed"]) < 8, "the fixture needs both kinds of transition"
+    assert changed.count(True) == changed.count(False) == max(plain["changed"].count(True),
+                                                             plain["changed"].count(False))
+    with pytest.raises(ValueError, match="--balance is for language"):
+        main(grpo_args("", tmp_path / "c", env_id="RLVRWorld/PushT-SingleStep-v0", env_kwargs=(), balance=True))
+
+
 def test_sft_rejects_model_and_from_scratch_together(tmp_path):
     with pytest.raises(ValueError, match="exactly one"):
         sft_args(tmp_path, model="some/model").validate()

@@ -45,6 +45,7 @@ class Args:
     lora_r: int = 0  #: 0 = train every weight; >0 = peft LoRA of this rank
     lora_alpha: int = 16
     max_completion_len: int = 256  #: language only: longest generated answer
+    balance: bool = False  #: language only: draw changed and unchanged training transitions equally often
     train_episodes: int = 40  #: video only: PushT training episodes generated on first use (seed 20000)
     eval_every: int = 50
     eval_windows: int = 64  #: held-out transitions evaluated (greedy and sampled)
@@ -86,6 +87,9 @@ def main(args: Args) -> dict:
 
     args.validate()
     if entry(args.env_id).modality == "video":
+        if args.balance:
+            raise ValueError("--balance is for language tasks (changed vs unchanged transitions); video windows "
+                             "have no such split")
         from trainers.grpo_video import train
 
         return train(args)
