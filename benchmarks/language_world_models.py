@@ -5,8 +5,12 @@ the same held-out transitions of a text env (`RLVRWorld/MiniWeb-v0`, `RLVRWorld/
 ...) greedily, through the task's own prompt and verifier (`rlvr_envs.integrations.hf`), and
 the report gives, per model, the mean reward (MiniWeb: item F1), exact accuracy overall, on
 changed and on unchanged transitions, and every metric component; each later model is
-compared with the first on the same transitions (mean paired difference of the reward and a
-paired t-test).
+compared with the first on the same transitions (mean paired difference of the reward, and of
+exact accuracy on the changed and on the unchanged transitions, each with a paired t-test).
+Models named `NAME_seedK` (training seeds of one recipe) are also summarised as a group: mean
+and spread over seeds. Text games also get the "nothing changes" answer as a baseline row
+(`task.unchanged_answer`): it is right on every unchanged transition, so only accuracy on
+changed transitions shows whether a model learned the dynamics.
 
     python -m benchmarks.language_world_models --env-id RLVRWorld/MiniWeb-v0 --transitions 256 \\
         --models sft=runs/sft_miniweb2/final rlvr=runs/grpo_miniweb/final \\
@@ -39,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-new-tokens", type=int, default=0, help="answer budget (0 = the task's)")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--env-kwargs", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="extra task arguments (e.g. difficulty=medium)")
     parser.add_argument("--out", required=True, help="JSON path (the markdown table goes beside it)")
     return parser
 
@@ -90,6 +96,7 @@ def evaluate(model_dir: Path, task: Any, indices: list[int], max_new_tokens: int
     from transformers import AutoModelForCausalLM
 
     from rlvr_envs.integrations.hf import accuracy_report, generate
+    from rlvr_envs.integrations.trl import solved
 
     from trainers.sft import check_vocabulary
 
@@ -103,24 +110,89 @@ def evaluate(model_dir: Path, task: Any, indices: list[int], max_new_tokens: int
     results = task.verify(indices, responses)
     report = accuracy_report(task, indices, results)
     report["rewards"] = [float(r.reward) for r in results]
+    report["solved"] = [bool(solved(r)) for r in results]
     report["seconds"] = time.perf_counter() - started
     report["parameters"] = sum(p.numel() for p in model.parameters())
     return report
+
+
+def versus(reference: dict[str, Any], other: dict[str, Any], changed: list[Any]) -> dict[str, Any]:
+    """`other` - `reference` on the same transitions: the reward over all of them, and exact
+    accuracy on the changed and on the unchanged ones."""
+    out: dict[str, Any] = {"reward": paired(reference["rewards"], other["rewards"])}
+    for name, flag in (("exact_changed", True), ("exact_unchanged", False)):
+        keep = [i for i, c in enumerate(changed) if c is flag]
+        if len(keep) >= 2:
+            out[name] = paired([float(reference["solved"][i]) for i in keep], [float(other["solved"][i]) for i in keep])
+    return out
+
+
+def seed_groups(reports: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Models named PREFIX_seedK with at least 2 seeds: mean and sample standard deviation over
+    the seeds of exact accuracy (overall, changed, unchanged), the reward and, where present,
+    the difference from the first model on changed transitions."""
+    import re
+
+    import numpy as np
+
+    members: dict[str, list[str]] = {}
+    for name in reports:
+        match = re.fullmatch(r"(.+)_seed\d+", name)
+        if match:
+            members.setdefault(match.group(1), []).append(name)
+    groups: dict[str, dict[str, Any]] = {}
+    for prefix, names in members.items():
+        if len(names) < 2:
+            continue
+        group: dict[str, Any] = {"members": names}
+        for key in ("accuracy", "accuracy_changed", "accuracy_unchanged", "reward"):
+            values = [float(reports[n][key]) for n in names]
+            group[key] = {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=1)), "values": values}
+        deltas = [reports[n]["versus_first"]["exact_changed"]["mean_difference"] for n in names
+                  if "exact_changed" in reports[n].get("versus_first", {})]
+        if len(deltas) == len(names):
+            group["changed_vs_first"] = {"mean": float(np.mean(deltas)), "std": float(np.std(deltas, ddof=1)),
+                                         "values": deltas}
+        groups[prefix] = group
+    return groups
+
+
+def _cell(test: dict[str, float] | None) -> str:
+    if not test:
+        return ""
+    return f"{test['mean_difference']:+.3f} ± {test['standard_error']:.3f} (p = {test['p_value']:.2g})"
 
 
 def markdown(report: dict[str, Any]) -> str:
     lines = [f"# Language world models on {report['config']['env_id']}", "",
              f"`{report['command']}`", "", f"{report['machine']}, {report['date']}; greedy answers to "
              f"{report['config']['transitions']} held-out transitions, paired.", "",
-             "| model | mean reward | exact | exact (changed) | exact (unchanged) | parsed | vs first (paired) |",
-             "|---|---:|---:|---:|---:|---:|---|"]
-    for name, r in report["models"].items():
-        versus = r.get("versus_first")
-        cell = "" if versus is None else (f"{versus['mean_difference']:+.3f} ± {versus['standard_error']:.3f}, "
-                                          f"p = {versus['p_value']:.3g}")
+             "| model | mean reward | exact | exact (changed) | exact (unchanged) | parsed | reward vs first | "
+             "exact (changed) vs first | exact (unchanged) vs first |",
+             "|---|---:|---:|---:|---:|---:|---|---|---|"]
+    rows = {**report["models"], **{f"{k} (baseline)": v for k, v in report.get("baselines", {}).items()}}
+    for name, r in rows.items():
+        tests = r.get("versus_first") or {}
         lines.append(f"| {name} | {r['reward']:.3f} | {r['accuracy']:.3f} | {r['accuracy_changed']:.3f} "
                      f"({r['n_changed']}) | {r['accuracy_unchanged']:.3f} ({r['n_unchanged']}) | {r['parsed']:.3f} "
-                     f"| {cell} |")
+                     f"| {_cell(tests.get('reward'))} | {_cell(tests.get('exact_changed'))} "
+                     f"| {_cell(tests.get('exact_unchanged'))} |")
+    groups = report.get("seed_groups") or {}
+    if groups:
+        lines += ["", "Over training seeds (mean ± sample standard deviation):", "",
+                  "| recipe | seeds | exact | exact (changed) | exact (unchanged) | changed vs first |",
+                  "|---|---:|---:|---:|---:|---:|"]
+        for prefix, g in groups.items():
+            def ms(key: str) -> str:
+                return f"{g[key]['mean']:.3f} ± {g[key]['std']:.3f}" if key in g else ""
+            lines.append(f"| {prefix} | {len(g['members'])} | {ms('accuracy')} | {ms('accuracy_changed')} | "
+                         f"{ms('accuracy_unchanged')} | {ms('changed_vs_first')} |")
+    stages = [(name, r["training"]) for name, r in report["models"].items() if r.get("training")]
+    if stages:
+        lines += ["", "Training stages (oldest first; steps, minutes):", ""]
+        for name, chain in stages:
+            steps = " -> ".join(f"{s['stage']} {s['steps']} steps, {(s['seconds'] or 0) / 60:.0f} min" for s in chain)
+            lines.append(f"- {name}: {steps}")
     return "\n".join(lines) + "\n"
 
 
@@ -129,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm.auto import tqdm
 
     from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.integrations.hf import accuracy_report
+    from rlvr_envs.integrations.trl import solved
+    from trainers.common import parse_env_kwargs
     from trainers.sft import model_tokenizer_kwargs, split_kwargs
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -138,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--transitions must be >= 2; --batch-size and --threads positive; --max-new-tokens >= 0")
     torch.set_num_threads(args.threads)
     # the first model's own tokenizer when its directory carries one (as the trainers save it)
-    kwargs = model_tokenizer_kwargs(str(next(iter(models.values()))), {})
+    kwargs = model_tokenizer_kwargs(str(next(iter(models.values()))), parse_env_kwargs(args.env_kwargs))
     task = task_from_env_id(args.env_id, **split_kwargs(args.env_id, kwargs, "test", args.transitions))
     if not hasattr(task, "prompt_text"):
         raise SystemExit(f"{args.env_id} is not a text task")
@@ -148,15 +223,23 @@ def main(argv: list[str] | None = None) -> int:
         reports[name] = evaluate(path, task, indices, args.max_new_tokens or None, args.batch_size)
         reports[name]["model"] = str(path)
         reports[name]["training"] = training_summary(path)
-    reference = next(iter(reports.values()))["rewards"]
-    for name in list(reports)[1:]:
-        reports[name]["versus_first"] = paired(reference, reports[name]["rewards"])
+    changed = [task.transition(i).changed for i in indices]
+    baselines: dict[str, dict[str, Any]] = {}
+    if hasattr(task, "unchanged_answer"):
+        results = task.verify_text(indices, [task.unchanged_answer(i) for i in indices])
+        baselines["nothing_changes"] = {**accuracy_report(task, indices, results),
+                                        "rewards": [float(r.reward) for r in results],
+                                        "solved": [bool(solved(r)) for r in results]}
+    reference = next(iter(reports.values()))
+    for name, other in [*list(reports.items())[1:], *baselines.items()]:
+        other["versus_first"] = versus(reference, other, changed)
     report = {"command": "python -m benchmarks.language_world_models " + " ".join(shlex.quote(a) for a in argv),
               "machine": f"{platform.machine()}, {os.cpu_count()} cores, CPU, torch threads {args.threads}",
               "date": time.strftime("%Y-%m-%d %H:%M"),
               "config": {**vars(args), "transitions": len(indices),
                          "reward": getattr(task, "reward_description", "")},
-              "models": reports}
+              "changed": changed, "models": reports, "baselines": baselines,
+              "seed_groups": seed_groups(reports)}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")

@@ -678,27 +678,46 @@ def _rl_algorithms(files: list[dict]) -> str:
                      rows))
 
 
+def _paired_cell(test: dict | None) -> str:
+    return "" if not test else (f"{test['mean_difference']:+.3f} ± {test['standard_error']:.3f} "
+                                f"(p {_p(test['p_value'])})")
+
+
 def _language_world_models(files: list[dict]) -> str:
     d = files[0]
     c = d["config"]
+    first = next(iter(d["models"]))
     rows = []
-    for name, r in d["models"].items():
-        versus = r.get("versus_first")
-        cell = "" if versus is None else (f"{versus['mean_difference']:+.3f} ± {versus['standard_error']:.3f} "
-                                          f"(p {_p(versus['p_value'])})")
+    entries = [*d["models"].items(), *((f"{k} (baseline)", v) for k, v in (d.get("baselines") or {}).items())]
+    for name, r in entries:
+        versus = r.get("versus_first") or {}
+        if "mean_difference" in versus:  # files written before the changed / unchanged tests
+            versus = {"reward": versus}
         trained = " then ".join(f"{t['stage']} {t['steps']} steps ({t['seconds'] / 60:.0f} min)"
                                 for t in r.get("training") or [] if t.get("steps") is not None
                                 and t.get("seconds") is not None)
         rows.append([name, trained, f"{r['reward']:.3f}", f"{r['accuracy']:.3f}",
                      f"{r['accuracy_changed']:.3f} ({r['n_changed']})",
-                     f"{r['accuracy_unchanged']:.3f} ({r['n_unchanged']})", cell])
-    first = next(iter(d["models"]))
-    return (f"**Language world models on {c['env_id']}** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}, "
+                     f"{r['accuracy_unchanged']:.3f} ({r['n_unchanged']})", _paired_cell(versus.get("reward")),
+                     _paired_cell(versus.get("exact_changed"))])
+    text = (f"**Language world models on {c['env_id']}** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}, "
             f"{d['date']}): greedy answers to the same {c['transitions']} held-out transitions; reward: "
-            f"{c['reward'] or 'the task reward'}; the last column is each model's paired difference in reward from "
-            f"{first} (mean ± standard error, paired t-test).\n\n"
+            f"{c['reward'] or 'the task reward'}; the last two columns are each row's paired difference from "
+            f"{first} in reward and in exact accuracy on changed transitions (mean ± standard error, paired "
+            f"t-test).\n\n"
             + _table(["model", "training", "mean reward", "exact", "exact (changed)", "exact (unchanged)",
-                      f"vs {first}"], ["---", "---", "---:", "---:", "---:", "---:", "---"], rows))
+                      f"reward vs {first}", f"changed vs {first}"],
+                     ["---", "---", "---:", "---:", "---:", "---:", "---", "---"], rows))
+    groups = d.get("seed_groups") or {}
+    if groups:
+        def ms(g: dict, key: str) -> str:
+            return f"{g[key]['mean']:.3f} ± {g[key]['std']:.3f}" if key in g else ""
+        text += ("\n\nOver training seeds (mean ± sample standard deviation):\n\n"
+                 + _table(["recipe", "seeds", "exact", "exact (changed)", "exact (unchanged)",
+                           f"changed vs {first}"], ["---", "---:", "---:", "---:", "---:", "---:"],
+                          [[name, str(len(g["members"])), ms(g, "accuracy"), ms(g, "accuracy_changed"),
+                            ms(g, "accuracy_unchanged"), ms(g, "changed_vs_first")] for name, g in groups.items()]))
+    return text
 
 
 WEB_AGENTS = {"policy": "noisy scripted policy alone", "base": "+ SFT (MLE) world model",
@@ -778,6 +797,9 @@ SECTIONS: tuple[Section, ...] = (
     Section("Language world models on MiniWeb", ("web_world_models.json",),
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniWeb-v0 --models sft=DIR rlvr=DIR "
             "--out benchmarks/results/web_world_models.json", _language_world_models),
+    Section("Text-game world models on MiniTextWorld", ("text_world_models.json",),
+            "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-v0 --models sft=DIR "
+            "rlvr_seed0=DIR ... --out benchmarks/results/text_world_models.json", _language_world_models),
     Section("Web agents on MiniWeb goals", ("web_agent/results.json",),
             "python -m benchmarks.web_agent --base-model DIR --rlvr-model DIR", _web_agent),
     Section("PushT success judge", ("pusht_success_judge.json",), "python -m benchmarks.pusht_success_judge",

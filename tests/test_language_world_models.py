@@ -37,8 +37,9 @@ def test_compares_models_on_the_same_transitions(micro_models, tmp_path):
     assert [(t["stage"], t["steps"]) for t in a["training"]] == [("SFT", 7)]
     assert [(t["stage"], t["steps"]) for t in b["training"]] == [("SFT", 7), ("GRPO", 3)]
     # the same model answers the same transitions the same way (greedy): no difference
-    assert again["rewards"] == a["rewards"] and again["versus_first"]["mean_difference"] == 0
-    assert "mean_difference" in b["versus_first"]
+    assert again["rewards"] == a["rewards"] and again["versus_first"]["reward"]["mean_difference"] == 0
+    assert "mean_difference" in b["versus_first"]["reward"]
+    assert report["baselines"] == {} and report["seed_groups"] == {}  # MiniWeb has no "nothing changes" answer
     assert report["command"].startswith("python -m benchmarks.language_world_models --models a=")
     assert "| again |" in out.with_suffix(".md").read_text()
 
@@ -62,3 +63,31 @@ def test_paired_difference_and_test():
     assert 0 < result["p_value"] < 1
     with pytest.raises(ValueError):
         paired([0.0], [0.0, 1.0])
+
+
+def test_text_games_get_the_nothing_changes_baseline_and_seed_groups(tmp_path):
+    from benchmarks.language_world_models import main
+    from rlvr_envs.integrations import task_from_env_id
+    from trainers.sft import build_text_model, save_final
+
+    task = task_from_env_id("RLVRWorld/MiniTextWorld-v0", split="test", size=8)
+    dirs = {name: save_final(build_text_model(task.tokenizer, "micro", seed=seed), task.tokenizer, tmp_path / name)
+            for name, seed in (("sft", 0), ("rlvr_seed0", 1), ("rlvr_seed1", 2))}
+    out = tmp_path / "mtw.json"
+    assert main(["--env-id", "RLVRWorld/MiniTextWorld-v0", "--models", *(f"{k}={v}" for k, v in dirs.items()),
+                 "--transitions", "8", "--max-new-tokens", "4", "--threads", "1", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    changed = report["changed"]
+    assert len(changed) == 8 and 0 < sum(changed) < 8
+    baseline = report["baselines"]["nothing_changes"]
+    # right on every unchanged transition, wrong on every changed one
+    assert baseline["accuracy_unchanged"] == 1.0 and baseline["accuracy_changed"] == 0.0
+    assert baseline["solved"] == [not c for c in changed]
+    # untrained micro models solve nothing: the baseline is ahead only on the unchanged transitions
+    assert baseline["versus_first"]["exact_unchanged"]["mean_difference"] == 1.0
+    assert baseline["versus_first"]["exact_changed"]["mean_difference"] == 0.0
+    group = report["seed_groups"]["rlvr"]
+    assert group["members"] == ["rlvr_seed0", "rlvr_seed1"]
+    assert group["accuracy_changed"]["values"] == [0.0, 0.0] and group["changed_vs_first"]["mean"] == 0.0
+    text = out.with_suffix(".md").read_text()
+    assert "| nothing_changes (baseline) |" in text and "| rlvr | 2 |" in text

@@ -130,8 +130,8 @@ def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
         "models": {"sft": model, "rlvr": {**model, "reward": 0.45, "training": None, "versus_first": {
             "mean_difference": 0.05, "standard_error": 0.01, "p_value": 0.003}}}}))
     text = rr.render()
-    assert "| sft | SFT 900 steps (30 min) then SFT 700 steps (25 min) | 0.400 | 0.100 | 0.050 (60) | 0.900 (4) |  |" in text
-    assert "| rlvr |  | 0.450 | 0.100 | 0.050 (60) | 0.900 (4) | +0.050 ± 0.010 (p 3e-3) |" in text
+    assert "| sft | SFT 900 steps (30 min) then SFT 700 steps (25 min) | 0.400 | 0.100 | 0.050 (60) | 0.900 (4) |  |  |" in text
+    assert "| rlvr |  | 0.450 | 0.100 | 0.050 (60) | 0.900 (4) | +0.050 ± 0.010 (p 3e-3) |  |" in text
     assert "| + the true simulator (oracle) | 100 | 91 | 0.91 | [0.84, 0.95] | 0 / 700 | 0.05 |" in text
     assert "Agent rlvr not run: --rlvr-model not given." in text.replace("\n", " ")
     assert "| rloo | 1 | 0.00900 | 0.00800 ± 0.00000 | 100 |" in text

@@ -123,6 +123,12 @@ class TextGameTask(TextTask):
     def format_target(self, transition: Transition) -> str:
         return game_target(transition)
 
+    def unchanged_answer(self, index: int) -> str:
+        """The "nothing changes" answer (no object modified or removed, the current score): the
+        constant baseline, right on every unchanged transition and wrong on every changed one."""
+        state = self.transition(index).state
+        return _dumps(text_state.state_difference(state["objects"], state["objects"], state["score"]))
+
     def max_reward(self, index: int) -> float:
         if self.reward == "binary":
             return 1.0
