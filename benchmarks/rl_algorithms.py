@@ -114,7 +114,7 @@ def best_of_n_scores(args) -> dict:
     """Held-out sampled MAE of the start model's best of n samples (oracle selection)."""
     import torch
 
-    from rlvr_envs.video.evaluation import best_of_n, held_out_indices
+    from rlvr_envs.video.evaluation import best_of_draws, held_out_indices, score_world_model
     from rlvr_envs.video.task import shipped_world_model
     from trainers.grpo import Args as GRPOArgs
     from trainers.grpo_video import EVAL_TOP_K, build_held_out
@@ -125,8 +125,8 @@ def best_of_n_scores(args) -> dict:
     model = shipped_world_model(held_out, args.model or None)
     # sampled exactly as the trainer's held-out evaluation (seed 0, temperature 1, top-k 100), so
     # best of 1 is the start model's sampled MAE of the seed-0 runs
-    return {str(n): float(best_of_n(model, held_out, indices, n, top_k=EVAL_TOP_K)["mae"].mean())
-            for n in args.best_of}
+    draws = [score_world_model(model, held_out, indices, 1000 * j, top_k=EVAL_TOP_K) for j in range(max(args.best_of))]
+    return {str(n): float(best["mae"].mean()) for n, best in best_of_draws(draws, args.best_of).items()}
 
 
 def main(argv=None) -> int:

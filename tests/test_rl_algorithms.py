@@ -38,6 +38,21 @@ def test_best_of_n_never_scores_below_its_first_sample_and_grows_with_n(tiny):
         best_of_n(model, task, indices, 0)
 
 
+def test_best_of_draws_picks_each_transitions_highest_reward_sample_among_the_first_n():
+    from rlvr_envs.video.evaluation import best_of_draws
+
+    draws = [{"reward": np.array([-3.0, -1.0]), "mae": np.array([3.0, 1.0])},
+             {"reward": np.array([-2.0, -5.0]), "mae": np.array([2.0, 5.0])},
+             {"reward": np.array([-4.0, -0.5]), "mae": np.array([4.0, 0.5])}]
+    curve = best_of_draws(draws, [1, 2, 3])
+    assert curve[1]["mae"].tolist() == [3.0, 1.0]
+    assert curve[2]["mae"].tolist() == [2.0, 1.0]
+    assert curve[3]["mae"].tolist() == [2.0, 0.5]
+    for bad in ([0], [4], []):
+        with pytest.raises(ValueError, match="every n"):
+            best_of_draws(draws, bad)
+
+
 @pytest.mark.slow
 def test_comparison_runs_every_method_and_reuses_finished_runs(tiny, tmp_path, monkeypatch):
     from benchmarks import rl_algorithms

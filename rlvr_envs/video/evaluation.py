@@ -32,9 +32,23 @@ def best_of_n(model, task, indices: Sequence[int], n: int, seed: int = 0, temper
     if n < 1:
         raise ValueError(f"n must be >= 1, got {n}")
     draws = [score_world_model(model, task, indices, seed + 1000 * j, temperature, top_k) for j in range(n)]
-    best = np.argmax(np.stack([d["reward"] for d in draws]), axis=0)
-    rows = np.arange(len(best))
-    return {key: np.stack([d[key] for d in draws])[best, rows] for key in draws[0]}
+    return best_of_draws(draws, [n])[n]
+
+
+def best_of_draws(draws: Sequence[dict[str, np.ndarray]], ns: Sequence[int]) -> dict[int, dict[str, np.ndarray]]:
+    """For each n in `ns`, per-transition metrics of the highest-reward sample among the first
+    n of `draws` (each a `score_world_model` result on the same transitions): one set of
+    samples gives the whole best-of-n curve."""
+    if not ns or min(ns) < 1 or max(ns) > len(draws):
+        raise ValueError(f"every n must be in [1, {len(draws)}] (the draws given), got {list(ns)}")
+    rewards = np.stack([d["reward"] for d in draws])
+    stacked = {key: np.stack([d[key] for d in draws]) for key in draws[0]}
+    rows = np.arange(rewards.shape[1])
+    out = {}
+    for n in ns:
+        best = np.argmax(rewards[:n], axis=0)
+        out[int(n)] = {key: values[best, rows] for key, values in stacked.items()}
+    return out
 
 
 def score_world_model(model, task, indices: Sequence[int], seed: int = 0, temperature: float = 1.0,
