@@ -33,6 +33,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rlvr_envs.integrations.hf import compare_reports as versus
+from rlvr_envs.integrations.hf import paired_test as paired
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -63,15 +66,6 @@ def parse_models(specs: list[str]) -> dict[str, Path]:
     return models
 
 
-def paired(reference: list[float], other: list[float]) -> dict[str, float]:
-    """Mean of other - reference over the same transitions, its standard error and the paired
-    t-test's p (`rlvr_envs.video.evaluation.paired_difference`, the video benchmarks' test)."""
-    from rlvr_envs.video.evaluation import paired_difference
-
-    result = paired_difference(reference, other)
-    return {"mean_difference": result.mean, "standard_error": result.stderr, "p_value": result.p}
-
-
 def training_summary(model_dir: Path) -> list[dict[str, Any]] | None:
     """How a model was trained, oldest stage first: each trainer's `results.json` beside a `final`
     directory (stage, steps, seconds, starting model), following each stage's `--model` back
@@ -95,8 +89,7 @@ def evaluate(model_dir: Path, task: Any, indices: list[int], max_new_tokens: int
     import torch
     from transformers import AutoModelForCausalLM
 
-    from rlvr_envs.integrations.hf import accuracy_report, generate
-    from rlvr_envs.integrations.trl import solved
+    from rlvr_envs.integrations.hf import evaluate_accuracy
 
     from trainers.sft import check_vocabulary
 
@@ -106,25 +99,10 @@ def evaluate(model_dir: Path, task: Any, indices: list[int], max_new_tokens: int
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
     started = time.perf_counter()
-    responses = generate(model, task, indices, max_new_tokens=max_new_tokens, batch_size=batch_size)
-    results = task.verify(indices, responses)
-    report = accuracy_report(task, indices, results)
-    report["rewards"] = [float(r.reward) for r in results]
-    report["solved"] = [bool(solved(r)) for r in results]
+    report = evaluate_accuracy(model, task, indices, max_new_tokens, batch_size, per_transition=True)
     report["seconds"] = time.perf_counter() - started
     report["parameters"] = sum(p.numel() for p in model.parameters())
     return report
-
-
-def versus(reference: dict[str, Any], other: dict[str, Any], changed: list[Any]) -> dict[str, Any]:
-    """`other` - `reference` on the same transitions: the reward over all of them, and exact
-    accuracy on the changed and on the unchanged ones."""
-    out: dict[str, Any] = {"reward": paired(reference["rewards"], other["rewards"])}
-    for name, flag in (("exact_changed", True), ("exact_unchanged", False)):
-        keep = [i for i, c in enumerate(changed) if c is flag]
-        if len(keep) >= 2:
-            out[name] = paired([float(reference["solved"][i]) for i in keep], [float(other["solved"][i]) for i in keep])
-    return out
 
 
 def seed_groups(reports: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -103,11 +103,40 @@ def accuracy_report(task: Any, indices: Sequence[int], results: Sequence[Any]) -
 
 
 def evaluate_accuracy(model: Any, task: Any, indices: Sequence[int] | None = None, max_new_tokens: int | None = None,
-                      batch_size: int = 8) -> dict[str, float]:
-    """Greedy held-out evaluation of `model` on `task` (all transitions when `indices` is None)."""
+                      batch_size: int = 8, per_transition: bool = False) -> dict[str, Any]:
+    """Greedy held-out evaluation of `model` on `task` (all transitions when `indices` is None);
+    with `per_transition`, the report also lists each transition's `rewards` and `solved`
+    (what paired comparisons between models need)."""
     indices = list(range(len(task))) if indices is None else [int(i) for i in indices]
     responses = generate(model, task, indices, max_new_tokens=max_new_tokens, batch_size=batch_size)
-    return accuracy_report(task, indices, task.verify(indices, responses))
+    results = task.verify(indices, responses)
+    report: dict[str, Any] = accuracy_report(task, indices, results)
+    if per_transition:
+        report["rewards"] = [float(r.reward) for r in results]
+        report["solved"] = [bool(solved(r)) for r in results]
+    return report
+
+
+def paired_test(reference: Sequence[float], other: Sequence[float]) -> dict[str, float]:
+    """Mean of other - reference over the same transitions, its standard error and the paired
+    t-test's p (`rlvr_envs.video.evaluation.paired_difference`, the video benchmarks' test)."""
+    from rlvr_envs.video.evaluation import paired_difference
+
+    result = paired_difference(np.asarray(reference, dtype=float), np.asarray(other, dtype=float))
+    return {"mean_difference": result.mean, "standard_error": result.stderr, "p_value": result.p}
+
+
+def compare_reports(reference: dict[str, Any], other: dict[str, Any], changed: Sequence[Any]) -> dict[str, Any]:
+    """`other` - `reference` (two `evaluate_accuracy(..., per_transition=True)` reports on the
+    same transitions, whose `changed` flags are given): the reward over all of them, and exact
+    accuracy on the changed and on the unchanged ones, each as a `paired_test`."""
+    out: dict[str, Any] = {"reward": paired_test(reference["rewards"], other["rewards"])}
+    for name, flag in (("exact_changed", True), ("exact_unchanged", False)):
+        keep = [i for i, c in enumerate(changed) if c is flag]
+        if len(keep) >= 2:
+            out[name] = paired_test([float(reference["solved"][i]) for i in keep],
+                                    [float(other["solved"][i]) for i in keep])
+    return out
 
 
 def held_out_indices(task: Any, limit: int) -> list[int]:
