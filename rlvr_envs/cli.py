@@ -16,7 +16,8 @@ DATA_COMMANDS = {
 
 #: `rlvr-world NAME ...` -> (module exposing add_arguments, whose parser default func runs it; help)
 APPLICATION_COMMANDS = {
-    "demo": ("trainers.demo", "the whole pipeline on the embedded PushT default: MLE base -> GRPO -> evaluation"),
+    "demo": ("trainers.demo", "the whole pipeline on the embedded PushT default: MLE base -> GRPO -> evaluation "
+                              "(--domain text: MiniTextWorld SFT model -> GRPO)"),
     "plan": ("rlvr_envs.planning.command", "CEM planning on PushT with learned simulators and baselines"),
     "policy-eval": ("rlvr_envs.policy_eval.command", "Real2Sim: policies in the learned vs the real PushT"),
 }

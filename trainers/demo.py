@@ -2,6 +2,7 @@
 
     rlvr-world demo --out runs/demo            # about 15 minutes on 2 cores
     rlvr-world demo --out runs/demo_tiny --tiny   # a smoke run (CI)
+    rlvr-world demo --domain text --out runs/demo_text   # MiniTextWorld: SFT model -> GRPO (trainers.demo_text)
 
 1. Load the shipped frame tokenizer and MLE single-step world model.
 2. Evaluate it on the embedded held-out PushT set (generated once with the real simulator).
@@ -33,22 +34,33 @@ ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
 METRICS = ("mae", "mse", "psnr", "ssim", "repetition")
 
 
+DOMAINS = ("pusht", "text")
+TEXT_REWARDS = ("task", "binary")
+
+
 @dataclass
 class Args:
+    domain: str = "pusht"  #: "pusht" (video world model) or "text" (MiniTextWorld, trainers.demo_text)
     out: str = "runs/demo"
     grpo_minutes: float = 9.0  #: GRPO training time (generation + updates)
     grpo_steps: int = 150  #: at most this many GRPO steps
     train_episodes: int = 40  #: PushT episodes GRPO trains on (generated once, seed 20000)
     eval_seeds: int = 2  #: sampling seeds of the held-out evaluation (paired across models)
     eval_windows: int = 96  #: held-out transitions evaluated
+    text_reward: str = "task"  #: --domain text: the GRPO reward, "task" (partial credit) or "binary" (exact match)
     seed: int = 0
     threads: int = 2
     tiny: bool = False  #: a smoke run: 2 GRPO steps, 2 training episodes, 4 held-out transitions
 
     def resolved(self) -> "Args":
+        if self.domain not in DOMAINS:
+            raise ValueError(f"domain must be one of {DOMAINS}, got {self.domain!r}")
+        if self.text_reward not in TEXT_REWARDS:
+            raise ValueError(f"text_reward must be one of {TEXT_REWARDS}, got {self.text_reward!r}")
         if self.tiny:
-            return Args(out=self.out, grpo_minutes=self.grpo_minutes, grpo_steps=2, train_episodes=2, eval_seeds=1,
-                        eval_windows=4, seed=self.seed, threads=self.threads, tiny=True)
+            return Args(domain=self.domain, out=self.out, grpo_minutes=self.grpo_minutes, grpo_steps=2,
+                        train_episodes=2, eval_seeds=1, eval_windows=4, text_reward=self.text_reward, seed=self.seed,
+                        threads=self.threads, tiny=True)
         return self
 
 
@@ -89,7 +101,7 @@ def frames_figure(task, indices, models: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def reward_figure(log: Path, path: Path) -> None:
+def reward_figure(log: Path, path: Path, ylabel: str = "reward (-MAE)") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -102,7 +114,7 @@ def reward_figure(log: Path, path: Path) -> None:
     if len(rows) >= 10:
         smooth = np.convolve([r["reward"] for r in rows], np.ones(10) / 10, mode="valid")
         ax.plot([r["step"] for r in rows][9:], smooth, label="10-step mean")
-    ax.set(xlabel="GRPO step", ylabel="reward (-MAE)", title="GRPO training reward")
+    ax.set(xlabel="GRPO step", ylabel=ylabel, title="GRPO training reward")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -136,6 +148,10 @@ def main(args: Args) -> dict:
     from trainers import grpo
 
     args = args.resolved()
+    if args.domain == "text":
+        from trainers import demo_text
+
+        return demo_text.main(args)
     torch.set_num_threads(args.threads)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

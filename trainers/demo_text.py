@@ -1,0 +1,124 @@
+"""The RLVR-World pipeline on the embedded MiniTextWorld default: `rlvr-world demo --domain text`.
+
+1. Load the shipped SFT text world model (a small LLaMA trained from scratch on
+   MiniTextWorld by `trainers.sft`; `rlvr_envs/assets/text/minitextworld_sft_model/card.json`
+   says how).
+2. Evaluate it greedily on held-out transitions: exact accuracy overall, on changed and on
+   unchanged transitions (the "nothing changes" answer alone is right on every unchanged
+   one, so it is shown as a baseline).
+3. GRPO post-train it on the verified reward (`trainers.grpo`, changed and unchanged prompts
+   balanced) for `--grpo-minutes`.
+4. Evaluate the result on the same transitions; paired tests against the SFT model.
+5. Print the table and write report.md, results.json and grpo_reward.png.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from trainers.common import command_line
+
+ASSET = Path(__file__).resolve().parents[1] / "rlvr_envs" / "assets" / "text" / "minitextworld_sft_model"
+ENV_IDS = {"task": "RLVRWorld/MiniTextWorld-TaskReward-v0", "binary": "RLVRWorld/MiniTextWorld-v0"}
+#: GRPO settings of the demo (measured in benchmarks/results/text_world_models.md)
+GRPO = {"group_size": 8, "prompts_per_step": 4, "lr": 2e-5, "beta": 1e-3, "max_completion_len": 192}
+
+
+def shipped_text_model() -> Path:
+    if not (ASSET / "config.json").is_file():
+        raise FileNotFoundError(f"the shipped MiniTextWorld model is missing from {ASSET}; reinstall rlvr-world or "
+                                f"train one: python -m trainers.sft --env-id RLVRWorld/MiniTextWorld-v0 "
+                                f"--from-scratch --balance --out runs/sft_mtw")
+    return ASSET
+
+
+def evaluate(model_dir: Path, task: Any, indices: list[int]) -> dict[str, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from rlvr_envs.integrations.hf import evaluate_accuracy
+
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+    return evaluate_accuracy(model, task, indices, GRPO["max_completion_len"], per_transition=True)
+
+
+def table(results: dict[str, Any]) -> str:
+    lines = ["| model | exact | exact (changed) | exact (unchanged) | mean reward | changed vs SFT (paired) |",
+             "|---|---:|---:|---:|---:|---|"]
+    for name, r in {**results["models"], "nothing_changes (baseline)": results["baseline"]}.items():
+        test = (r.get("vs_sft") or {}).get("exact_changed")
+        versus = "" if test is None else (f"{test['mean_difference']:+.3f} ± {test['standard_error']:.3f} "
+                                          f"(p={test['p_value']:.2g})")
+        lines.append(f"| {name} | {r['accuracy']:.3f} | {r['accuracy_changed']:.3f} ({r['n_changed']}) | "
+                     f"{r['accuracy_unchanged']:.3f} ({r['n_unchanged']}) | {r['reward']:.3f} | {versus} |")
+    return "\n".join(lines)
+
+
+def main(args) -> dict[str, Any]:
+    """`args`: `trainers.demo.Args` (already resolved) with domain "text"."""
+    import torch
+
+    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.integrations.hf import accuracy_report, compare_reports
+    from rlvr_envs.integrations.trl import solved
+    from trainers import grpo
+    from trainers.demo import reward_figure
+
+    torch.set_num_threads(args.threads)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    env_id = ENV_IDS[args.text_reward]
+    base_dir = shipped_text_model()
+    print(f"[1/4] loading the shipped SFT MiniTextWorld model ({base_dir.name}); held-out set of {env_id}", flush=True)
+    task = task_from_env_id(env_id, split="test", size=args.eval_windows, tokenizer=str(base_dir))
+    indices = list(range(len(task)))
+    changed = [task.transition(i).changed for i in indices]
+    print(f"[2/4] evaluating the SFT model greedily on {len(indices)} held-out transitions "
+          f"({sum(c is True for c in changed)} change the state)", flush=True)
+    scores = {"sft": evaluate(base_dir, task, indices)}
+
+    print(f"[3/4] GRPO on the verified reward ({args.text_reward}) for up to {args.grpo_minutes} min / "
+          f"{args.grpo_steps} steps", flush=True)
+    if (out / "grpo").exists():  # the demo's own folder: a new demo replaces the last one's GRPO run
+        print(f"      replacing the earlier demo's {out / 'grpo'}", flush=True)
+        shutil.rmtree(out / "grpo")
+    size = ("size=16",) if args.tiny else ()
+    card = grpo.main(grpo.Args(env_id=env_id, env_kwargs=size, model=str(base_dir), out=str(out / "grpo"),
+                               steps=args.grpo_steps, max_seconds=60 * args.grpo_minutes, balance=True,
+                               eval_every=10**9, eval_windows=4, checkpoint_every=max(10, args.grpo_steps // 4),
+                               seed=args.seed, threads=args.threads,
+                               **{**GRPO, **({"max_completion_len": 16} if args.tiny else {})}))
+
+    print("[4/4] evaluating the RLVR model on the same transitions", flush=True)
+    scores["rlvr"] = evaluate(Path(card["final_model"]), task, indices)
+    baseline = task.verify_text(indices, [task.unchanged_answer(i) for i in indices])
+    results: dict[str, Any] = {
+        "env_id": env_id, "reward": task.reward_description, "held_out_transitions": len(indices),
+        "grpo_steps": card["steps"], "grpo_seconds": card["seconds"],
+        "frac_zero_spread_groups": card["frac_zero_spread_groups"], "models": scores,
+        "baseline": {**accuracy_report(task, indices, baseline), "rewards": [float(r.reward) for r in baseline],
+                     "solved": [bool(solved(r)) for r in baseline]}}
+    for name in ("rlvr",):
+        scores[name]["vs_sft"] = compare_reports(scores["sft"], scores[name], changed)
+    results["baseline"]["vs_sft"] = compare_reports(scores["sft"], results["baseline"], changed)
+    results.update(total_seconds=round(time.perf_counter() - started, 1), args=asdict(args),
+                   command=command_line("rlvr-world demo", args), model=str(base_dir),
+                   machine=f"{platform.machine()}, {args.threads} threads, CPU")
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    reward_figure(out / "grpo" / "log.jsonl", out / "grpo_reward.png", ylabel=f"reward ({args.text_reward})")
+    report = (f"# rlvr-world demo --domain text\n\n`{results['command']}` on {results['machine']}, "
+              f"{results['total_seconds'] / 60:.1f} min in all ({card['steps']} GRPO steps, "
+              f"{card['seconds'] / 60:.1f} min; {100 * card['frac_zero_spread_groups']:.0f}% of groups had no "
+              f"reward spread). Greedy answers to {len(indices)} held-out {env_id} transitions.\n\n"
+              f"{table(results)}\n\n![reward](grpo_reward.png)\n")
+    (out / "report.md").write_text(report, encoding="utf-8")
+    print(table(results))
+    print(f"report: {out / 'report.md'}")
+    return results
