@@ -76,6 +76,26 @@ def test_sft_dataset_trains_on_the_answer_only():
     assert row["completion_mask"] == [0] * len(prompt) + [1] * (len(target) + 1)
 
 
+@pytest.mark.parametrize("prompt_loss", [False, True])
+def test_prompt_loss_decides_whether_prompt_tokens_carry_labels(prompt_loss, tmp_path):
+    from trl import SFTTrainer
+
+    from rlvr_envs.integrations import task_from_env_id
+    from trainers.sft import build_text_model, sft_config, sft_dataset
+
+    task = task_from_env_id(ENV_ID, split="train", size=8)
+    args = sft_args(tmp_path, prompt_loss=prompt_loss).validate()
+    trainer = SFTTrainer(model=build_text_model(task.tokenizer, "micro"), args=sft_config(args),
+                         train_dataset=sft_dataset(task, [3]), processing_class=task.tokenizer)
+    labels = trainer.data_collator([trainer.train_dataset[0]])["labels"][0].tolist()
+    prompt = len(task.prompt_ids(3))
+    answer = task.target_ids(3).tolist() + [task.eos_token_id]
+    assert labels[prompt:] == answer  # the answer is always trained on
+    assert all(label == -100 for label in labels[:prompt]) != prompt_loss
+    if prompt_loss:
+        assert labels[:prompt] == task.prompt_ids(3).tolist()
+
+
 def test_grpo_language_runs_and_resumes(sft_model, tmp_path):
     from trainers.grpo import main
 
