@@ -720,6 +720,61 @@ def _language_world_models(files: list[dict]) -> str:
     return text
 
 
+def _demo_text(files: list[dict]) -> str:
+    d = files[0]
+    rows = []
+    entries = {**d["models"], "nothing_changes (baseline)": d["baseline"]}
+    for name, r in entries.items():
+        test = (r.get("vs_sft") or {}).get("exact_changed")
+        rows.append([name, f"{r['accuracy']:.3f}", f"{r['accuracy_changed']:.3f} ({r['n_changed']})",
+                     f"{r['accuracy_unchanged']:.3f} ({r['n_unchanged']})", f"{r['reward']:.3f}",
+                     _paired_cell(test)])
+    return (f"**`rlvr-world demo --domain text`** (`{d['command']}`, {_shown(d['_file'])}, copied from "
+            f"`{d['args']['out']}`; {_machine(d)}): {_minutes_seconds(d['total_seconds'])} wall, "
+            f"{d['grpo_seconds'] / 60:.1f} min of them GRPO ({d['grpo_steps']} steps on {d['env_id']}; "
+            f"{_rate(d['frac_zero_spread_groups'])} of groups had no reward spread). Greedy answers to the same "
+            f"{d['held_out_transitions']} held-out transitions; the last column is the paired difference from the "
+            f"SFT model in exact accuracy on changed transitions.\n\n"
+            + _table(["model", "exact", "exact (changed)", "exact (unchanged)", "mean reward", "changed vs sft"],
+                     ["---", "---:", "---:", "---:", "---:", "---"], rows))
+
+
+def _best_of_n(files: list[dict]) -> str:
+    d = files[0]
+    names = list(d["models"])
+    points = list(d["models"][names[0]]["curve"])
+    rows = [[n, *(f"{d['models'][m]['curve'][n]['mae']:.5f} ± {d['models'][m]['curve'][n]['mae_stderr']:.5f}"
+                  for m in names)] for n in points]
+    return (f"**Best-of-N test-time scaling** (`{d['command']}`, {_shown(d['_file'])} and `.png`; {d['machine']}, "
+            f"{d['date']}): {d['transitions']} held-out single-step transitions, {d['max_n']} samples per transition "
+            f"and model; per transition the sample with the best verified reward among the first N is kept "
+            f"(**oracle selection**: it reads the true frame, so it bounds what reranking could buy). Held-out MAE "
+            f"(mean ± standard error):\n\n"
+            + _table(["N", *names], ["---:", *(["---:"] * len(names))], rows)
+            + ("\n\n" + " ".join(d["matches"]) if d.get("matches") else ""))
+
+
+def _grpo_ablations(files: list[dict]) -> str:
+    d = files[0]
+    c = d["config"]
+    runs = d["runs"]
+    groups = [[f"{32 // r['group_size']} x {r['group_size']}", f"{r['final']['mae']:.5f}",
+               _change(r["change_percent"]["mae"]), f"{r['final']['ssim']:.4f}", f"{r['train_seconds']:.0f}"]
+              for r in sorted(runs.values(), key=lambda r: r["group_size"]) if r["reward"] == "mae"]
+    metrics = ("mae", "mse", "psnr", "ssim")
+    matrix = [[f"reward {r['reward']}", *(_change(r["change_percent"][m]) for m in metrics)]
+              for r in runs.values() if r["group_size"] == 8]
+    return (f"**GRPO ablations** (`{d['command']}`, {_shown(d['_file'])} and `.png`; {d['machine']}, {d['date']}): "
+            f"RLVRWorld/PushT-SingleStep-v0 from the shipped MLE model, {c['steps']} steps of 32 samples, lr "
+            f"{c['lr']:g}, KL {c['beta']:g}, seed {c['seed']}, one run per cell; held-out sampled metrics on "
+            f"{c['eval_windows']} transitions. Group size at a fixed 32 samples per step (reward -MAE):\n\n"
+            + _table(["prompts x group", "final MAE", "MAE change", "final SSIM", "train s"],
+                     ["---", "---:", "---:", "---:", "---:"], groups)
+            + "\n\nWhat optimising one metric does to the others (change from the start model; MAE and MSE: "
+              "lower is better, PSNR and SSIM: higher is better):\n\n"
+            + _table(["trained on", "MAE", "MSE", "PSNR", "SSIM"], ["---", "---:", "---:", "---:", "---:"], matrix))
+
+
 WEB_AGENTS = {"policy": "noisy scripted policy alone", "base": "+ SFT (MLE) world model",
               "rlvr": "+ GRPO (RLVR) world model", "oracle": "+ the true simulator (oracle)"}
 
@@ -769,6 +824,8 @@ def _web_agent_verdict(d: dict) -> str:
 
 SECTIONS: tuple[Section, ...] = (
     Section("`rlvr-world demo`", ("demo_pusht/results.json",), "rlvr-world demo --out runs/demo", _demo),
+    Section("`rlvr-world demo --domain text`", ("demo_text/results.json",),
+            "rlvr-world demo --domain text --out runs/demo_text", _demo_text),
     Section("RLVR on the PushT world model", ("grpo_pusht_single.json",),
             "python -m benchmarks.grpo_pusht --layout single ...", _grpo_single),
     Section("GRPO on PushT multi-step", ("grpo_pusht_multi.json",),
@@ -790,6 +847,10 @@ SECTIONS: tuple[Section, ...] = (
             _pusht_data),
     Section("RL algorithms on one budget", ("rl_algorithms.json",), "python -m benchmarks.rl_algorithms --data DIR",
             _rl_algorithms),
+    Section("Best-of-N test-time scaling", ("best_of_n_scaling.json",),
+            "python -m benchmarks.best_of_n_scaling --out benchmarks/results/best_of_n_scaling.json", _best_of_n),
+    Section("GRPO ablations", ("grpo_ablations.json",),
+            "python -m benchmarks.grpo_ablations --out benchmarks/results/grpo_ablations.json", _grpo_ablations),
     Section("PushT CEM planning", ("pusht_planning/results.json",), "python -m benchmarks.pusht_planning ...",
             _planning),
     Section("Does the learned simulator follow its actions?", ("learned_sim_fidelity.json",),
