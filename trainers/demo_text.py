@@ -37,7 +37,7 @@ def shipped_text_model() -> Path:
     if not (ASSET / "config.json").is_file():
         raise FileNotFoundError(f"the shipped MiniTextWorld model is missing from {ASSET}; reinstall rlvr-world or "
                                 f"train one: python -m trainers.sft --env-id RLVRWorld/MiniTextWorld-v0 "
-                                f"--from-scratch --balance --out runs/sft_mtw")
+                                f"--from-scratch --balance --prompt-loss --out runs/sft_mtw")
     return ASSET
 
 
@@ -108,8 +108,7 @@ def main(args) -> dict[str, Any]:
         "frac_zero_spread_groups": card["frac_zero_spread_groups"], "models": scores,
         "baseline": {**accuracy_report(task, indices, baseline), "rewards": [float(r.reward) for r in baseline],
                      "solved": [bool(solved(r)) for r in baseline]}}
-    for name in ("rlvr",):
-        scores[name]["vs_sft"] = compare_reports(scores["sft"], scores[name], changed)
+    scores["rlvr"]["vs_sft"] = compare_reports(scores["sft"], scores["rlvr"], changed)
     results["baseline"]["vs_sft"] = compare_reports(scores["sft"], results["baseline"], changed)
     results.update(total_seconds=round(time.perf_counter() - started, 1), args=asdict(args),
                    command=command_line("rlvr-world demo", args), model=str(base_dir),
