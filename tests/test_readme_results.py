@@ -14,7 +14,8 @@ from benchmarks import readme_results as rr
 COMMITTED = {"`rlvr-world demo`", "RLVR on the PushT world model", "GRPO on PushT multi-step",
              "PushT video world models", "Compressed multi-step tokenizer", "KV-cached generation", "Env overhead",
              "Reward throughput", "Web verifier", "Hostile inputs", "PushT data", "PushT success judge",
-             "Best-of-N test-time scaling", "GRPO ablations", "Text-game world models on MiniTextWorld"}
+             "Best-of-N test-time scaling", "GRPO ablations", "Text-game world models on MiniTextWorld",
+             "`rlvr-world demo --domain text`"}
 
 
 def _block(readme: str) -> str:
