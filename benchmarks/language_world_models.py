@@ -33,8 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rlvr_envs.integrations.hf import compare_reports as versus
-from rlvr_envs.integrations.hf import paired_test as paired
+from rlvr_envs.integrations.hf import compare_reports
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -210,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
                                         "solved": [bool(solved(r)) for r in results]}
     reference = next(iter(reports.values()))
     for name, other in [*list(reports.items())[1:], *baselines.items()]:
-        other["versus_first"] = versus(reference, other, changed)
+        other["versus_first"] = compare_reports(reference, other, changed)
     report = {"command": "python -m benchmarks.language_world_models " + " ".join(shlex.quote(a) for a in argv),
               "machine": f"{platform.machine()}, {os.cpu_count()} cores, CPU, torch threads {args.threads}",
               "date": time.strftime("%Y-%m-%d %H:%M"),

@@ -56,7 +56,7 @@ def test_bad_model_specs_fail_with_the_reason(micro_models, tmp_path):
 
 
 def test_paired_difference_and_test():
-    from benchmarks.language_world_models import paired
+    from rlvr_envs.integrations.hf import paired_test as paired
 
     result = paired([0.0, 0.5, 0.5, 1.0], [0.5, 1.0, 0.5, 1.0])
     assert result["mean_difference"] == pytest.approx(0.25)
