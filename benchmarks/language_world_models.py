@@ -178,8 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     from tqdm.auto import tqdm
 
     from rlvr_envs.integrations import task_from_env_id
-    from rlvr_envs.integrations.hf import accuracy_report
-    from rlvr_envs.integrations.trl import solved
+    from rlvr_envs.integrations.hf import per_transition_report
     from trainers.common import parse_env_kwargs
     from trainers.sft import model_tokenizer_kwargs, split_kwargs
 
@@ -204,9 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     baselines: dict[str, dict[str, Any]] = {}
     if hasattr(task, "unchanged_answer"):
         results = task.verify_text(indices, [task.unchanged_answer(i) for i in indices])
-        baselines["nothing_changes"] = {**accuracy_report(task, indices, results),
-                                        "rewards": [float(r.reward) for r in results],
-                                        "solved": [bool(solved(r)) for r in results]}
+        baselines["nothing_changes"] = per_transition_report(task, indices, results)
     reference = next(iter(reports.values()))
     for name, other in [*list(reports.items())[1:], *baselines.items()]:
         other["versus_first"] = compare_reports(reference, other, changed)

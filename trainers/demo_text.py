@@ -68,8 +68,7 @@ def main(args) -> dict[str, Any]:
     import torch
 
     from rlvr_envs.integrations import task_from_env_id
-    from rlvr_envs.integrations.hf import accuracy_report, compare_reports
-    from rlvr_envs.integrations.trl import solved
+    from rlvr_envs.integrations.hf import compare_reports, per_transition_report
     from trainers import grpo
     from trainers.demo import reward_figure
 
@@ -106,8 +105,7 @@ def main(args) -> dict[str, Any]:
         "env_id": env_id, "reward": task.reward_description, "held_out_transitions": len(indices),
         "grpo_steps": card["steps"], "grpo_seconds": card["seconds"],
         "frac_zero_spread_groups": card["frac_zero_spread_groups"], "models": scores,
-        "baseline": {**accuracy_report(task, indices, baseline), "rewards": [float(r.reward) for r in baseline],
-                     "solved": [bool(solved(r)) for r in baseline]}}
+        "baseline": per_transition_report(task, indices, baseline)}
     scores["rlvr"]["vs_sft"] = compare_reports(scores["sft"], scores["rlvr"], changed)
     results["baseline"]["vs_sft"] = compare_reports(scores["sft"], results["baseline"], changed)
     results.update(total_seconds=round(time.perf_counter() - started, 1), args=asdict(args),

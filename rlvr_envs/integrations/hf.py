@@ -110,11 +110,13 @@ def evaluate_accuracy(model: Any, task: Any, indices: Sequence[int] | None = Non
     indices = list(range(len(task))) if indices is None else [int(i) for i in indices]
     responses = generate(model, task, indices, max_new_tokens=max_new_tokens, batch_size=batch_size)
     results = task.verify(indices, responses)
-    report: dict[str, Any] = accuracy_report(task, indices, results)
-    if per_transition:
-        report["rewards"] = [float(r.reward) for r in results]
-        report["solved"] = [bool(solved(r)) for r in results]
-    return report
+    return per_transition_report(task, indices, results) if per_transition else accuracy_report(task, indices, results)
+
+
+def per_transition_report(task: Any, indices: Sequence[int], results: Sequence[Any]) -> dict[str, Any]:
+    """`accuracy_report` plus each transition's `rewards` and `solved` (what `compare_reports` pairs)."""
+    return {**accuracy_report(task, indices, results), "rewards": [float(r.reward) for r in results],
+            "solved": [bool(solved(r)) for r in results]}
 
 
 def paired_test(reference: Sequence[float], other: Sequence[float]) -> dict[str, float]:
