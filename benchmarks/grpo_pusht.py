@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> dict:
     if not (mle / "card.json").is_file():
         tokenizer = json.loads((Path(base) / "card.json").read_text())["args"]["tokenizer"]
         run([sys.executable, "-m", "trainers.train_video_world_model", "--data", args.data, "--layout", args.layout,
-             "--tokenizer", _tokenizer_dir(tokenizer), "--init", base, "--out", str(mle), "--steps", "1000000",
+             "--tokenizer", tokenizer_dir(tokenizer), "--init", base, "--out", str(mle), "--steps", "1000000",
              "--lr", str(args.mle_lr), "--warmup", "10", "--eval-every", "1000000", "--eval-windows", "16",
              "--max-seconds", str(matched), "--threads", str(args.threads)], runs / f"mle_continued_{args.layout}.log")
     seconds["mle_continued"] = json.loads((mle / "card.json").read_text())["train_seconds_this_run"]
@@ -197,11 +197,11 @@ def main(argv: list[str] | None = None) -> dict:
     return report
 
 
-def _tokenizer_dir(recorded: str) -> str:
+def tokenizer_dir(recorded: str) -> str:
     """The shipped tokenizer (the card records the training-time path, which may not exist here)."""
     from rlvr_envs.video.task import default_tokenizer_dir
 
-    return recorded if Path(recorded, "config.json").is_file() else str(default_tokenizer_dir())
+    return recorded if Path(recorded, "config.json").is_file() else str(defaulttokenizer_dir())
 
 
 if __name__ == "__main__":

@@ -189,6 +189,13 @@ def _demo(files: list[dict]) -> str:
             f"p = {_p(greedy['vs_base']['mae']['p'])}), sampled SSIM {base['sampled']['ssim']:.3f} -> "
             f"{sampled['ssim']:.3f}; copying the last frame's tokens scores {copy['mae']:.5f}, the tokenizer's "
             f"ceiling {ceiling['mae']:.5f}.")
+    if "planning" in d:
+        plan, cem = d["planning"]["planners"], d["planning"]["cem"]
+        shown = "; ".join(f"{name} {s['successes']}/{s['episodes']} (final position error {s['position_error']:.0f} px)"
+                          for name, s in plan.items())
+        text += (f" CEM planning in the real PushT env ({len(d['planning']['episodes'])} held-out episodes, "
+                 f"{cem['samples']} samples x {cem['iterations']} iterations, success judged by the real env): "
+                 f"{shown}; too few episodes to rank the models (the 50-episode comparison is below).")
     if (RESULTS / folder / "frames.png").is_file():
         text += (" Real next frames (top) and greedy predictions of the MLE base and the RLVR model:\n\n"
                  f"![PushT: real vs predicted next frames, MLE base vs RLVR]({SHOWN}/{folder}/frames.png)")

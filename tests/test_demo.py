@@ -18,9 +18,14 @@ def test_tiny_demo_writes_a_report_with_both_models_and_paired_tests(tmp_path):
     rlvr = results["models"]["rlvr"]["sampled"]
     assert {"mae", "mse", "psnr", "ssim", "repetition", "vs_base", "mae_change_percent"} <= set(rlvr)
     assert set(results["baselines"]) == {"copy_last_frame_tokens", "tokenizer_ceiling"}
-    for name in ("report.md", "frames.png", "grpo_reward.png"):
+    planners = results["planning"]["planners"]
+    assert set(planners) == {"mle_base", "rlvr", "random"}
+    for summary in planners.values():  # one episode each, judged by the real env
+        assert summary["episodes"] == 1 and summary["successes"] in (0, 1) and summary["position_error"] >= 0
+    for name in ("report.md", "frames.png", "grpo_reward.png", "plan_mle_base.gif", "plan_rlvr.gif"):
         assert (tmp_path / "demo" / name).stat().st_size > 0
-    assert "| rlvr | sampled |" in (tmp_path / "demo" / "report.md").read_text()
+    report = (tmp_path / "demo" / "report.md").read_text()
+    assert "| rlvr | sampled |" in report and "| rlvr | " in report.split("## Planning")[1]
 
 
 @pytest.mark.slow
@@ -48,3 +53,5 @@ def test_demo_rejects_an_unknown_domain_or_reward():
         Args(domain="atari").resolved()
     with pytest.raises(ValueError, match="text_reward must be one of"):
         Args(domain="text", text_reward="f1").resolved()
+    with pytest.raises(ValueError, match="plan_episodes must be >= 0"):
+        Args(plan_episodes=-1).resolved()

@@ -38,6 +38,19 @@ def test_best_of_n_never_scores_below_its_first_sample_and_grows_with_n(tiny):
         best_of_n(model, task, indices, 0)
 
 
+def test_repetition_rejection_pairs_with_plain_sampling_on_a_real_model(tiny):
+    from rlvr_envs.video.evaluation import held_out_indices, reject_repetition, score_world_model
+    from rlvr_envs.video.world_model import load_world_model
+
+    directory, _, task = tiny
+    model = load_world_model(directory, task.vocab)
+    indices = held_out_indices(len(task), 4)
+    plain, rejected = score_world_model(model, task, indices, seed=7), reject_repetition(model, task, indices, 4, seed=7)
+    clean = plain["repetition"] == 0  # a clean first draw is kept as it is
+    np.testing.assert_allclose(rejected["mae"][clean], plain["mae"][clean])
+    assert (rejected["draws"][clean] == 1).all() and (rejected["draws"] <= 4).all()
+
+
 def test_best_of_draws_picks_each_transitions_highest_reward_sample_among_the_first_n():
     from rlvr_envs.video.evaluation import best_of_draws
 
@@ -81,3 +94,29 @@ def test_comparison_runs_every_method_and_reuses_finished_runs(tiny, tmp_path, m
     monkeypatch.setattr("trainers.grpo.main", no_training)
     monkeypatch.setattr("trainers.sb3_ppo.main", no_training)
     assert rl_algorithms.main(argv[:-1] + [str(tmp_path / "out" / "again")]) == 0
+
+
+@pytest.mark.slow
+def test_repetition_table_rows_pair_with_the_base_and_count_generated_tokens(tiny, tmp_path):
+    import argparse
+
+    from benchmarks import repetition_table
+
+    directory, data, _ = tiny
+    args = argparse.Namespace(layout="single", data=data, eval_windows=3, eval_seeds=3, max_draws=2, threads=1)
+    models = {name: directory for name in ("mle_base", "rlvr", "rlvr_penalty", "mle_continued")}
+    report = repetition_table.evaluate(models, args, training_predictions=7)
+    tokens = report["frame_tokens_per_prediction"]
+    assert tokens == 64 and report["matched_draws"] == 1 + (7 * 64) // (3 * 64)
+    rows = report["rows"]
+    assert list(rows)[:5] == ["mle_base", "mle_base + rejection", "rlvr", "rlvr + repetition penalty", "mle_continued"]
+    # the same model, transitions and seeds: a row without rejection equals the base exactly
+    assert rows["rlvr"]["mae"]["per_seed"] == rows["mle_base"]["mae"]["per_seed"]
+    assert rows["rlvr"]["mae_vs_base"]["mean"] == 0 and len(rows["mle_base"]["mae"]["per_seed"]) == 3
+    assert rows["rlvr"]["training_tokens"] == 7 * 64 and rows["mle_base + rejection"]["training_tokens"] == 0
+    assert 3 * 64 <= rows["mle_base + rejection"]["test_tokens"] <= 2 * 3 * 64
+    report.update(layout="single", machine="test", command="test", penalty=0.01, grpo_args={}, matched_seconds=1,
+                  training_seconds={"rlvr": 1}, stage_commands={"rlvr": "python -m trainers.grpo ..."})
+    assert "| mle_base + rejection |" in repetition_table.markdown(report)
+    repetition_table.plot(report, tmp_path / "table.png")
+    assert (tmp_path / "table.png").stat().st_size > 0

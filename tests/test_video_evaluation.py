@@ -32,3 +32,29 @@ def test_baselines_copy_repeats_the_last_frame_and_the_ceiling_is_the_gold_score
     assert np.all(baselines["copy_last_frame_tokens"]["repetition"] == 1.0)
     np.testing.assert_allclose(baselines["tokenizer_ceiling"]["reward"], [task.ceiling(i) for i in indices])
     assert baselines["tokenizer_ceiling"]["mae"].mean() < baselines["copy_last_frame_tokens"]["mae"].mean()
+
+
+def test_repetition_rejection_resamples_only_repeating_predictions_up_to_max_draws(monkeypatch):
+    from rlvr_envs.video import evaluation
+
+    # index i repeats on draws 0..i-1 (seeds 0, 1000, ...) and not after: transition 0 never repeats
+    calls = []
+
+    def fake_score(model, task, indices, seed=0, temperature=1.0, top_k=None):
+        draw = seed // 1000
+        calls.append((list(indices), draw))
+        repeated = np.array([1.0 if i > draw else 0.0 for i in indices])
+        return {"repetition": repeated, "mae": np.array([10.0 * i + draw for i in indices]),
+                "reward": -repeated}
+
+    monkeypatch.setattr(evaluation, "score_world_model", fake_score)
+    out = evaluation.reject_repetition(None, None, [0, 1, 2, 3], max_draws=3)
+    assert calls == [([0, 1, 2, 3], 0), ([1, 2, 3], 1), ([2, 3], 2)]  # only the repeating ones are redrawn
+    np.testing.assert_array_equal(out["draws"], [1, 2, 3, 3])
+    np.testing.assert_array_equal(out["mae"], [0, 11, 22, 32])  # the first clean draw, else the last one
+    np.testing.assert_array_equal(out["repetition"], [0, 0, 0, 1])  # max_draws reached: still repeats
+    calls.clear()
+    assert evaluation.reject_repetition(None, None, [0, 1], max_draws=1)["draws"].tolist() == [1, 1]
+    assert calls == [([0, 1], 0)]
+    with pytest.raises(ValueError, match="max_draws must be >= 1"):
+        evaluation.reject_repetition(None, None, [0], max_draws=0)

@@ -35,6 +35,30 @@ def best_of_n(model, task, indices: Sequence[int], n: int, seed: int = 0, temper
     return best_of_draws(draws, [n])[n]
 
 
+def reject_repetition(model, task, indices: Sequence[int], max_draws: int, seed: int = 0, temperature: float = 1.0,
+                      top_k: int | None = None) -> dict[str, np.ndarray]:
+    """Per-transition metrics under repetition rejection (RLVR-World's Table 3 baseline): a
+    prediction that repeats (see `rlvr_envs.video.metrics.repetition`) is resampled, up to
+    `max_draws` samples in all; the last one is kept when every draw repeats. `draws` is the
+    number of samples drawn per transition (generated tokens = draws x response frame tokens).
+    The first draw is `score_world_model`'s at `seed`, so this pairs with plain sampling; draw j
+    of a transition that still repeats uses seed `seed + 1000 * j`."""
+    if max_draws < 1:
+        raise ValueError(f"max_draws must be >= 1, got {max_draws}")
+    indices = [int(i) for i in indices]
+    out = score_world_model(model, task, indices, seed, temperature, top_k)
+    out["draws"] = np.ones(len(indices))
+    for draw in range(1, max_draws):
+        pending = np.flatnonzero(out["repetition"] > 0)
+        if not len(pending):
+            break
+        again = score_world_model(model, task, [indices[p] for p in pending], seed + 1000 * draw, temperature, top_k)
+        for key, values in again.items():
+            out[key][pending] = values
+        out["draws"][pending] += 1
+    return out
+
+
 def best_of_draws(draws: Sequence[dict[str, np.ndarray]], ns: Sequence[int]) -> dict[int, dict[str, np.ndarray]]:
     """For each n in `ns`, per-transition metrics of the highest-reward sample among the first
     n of `draws` (each a `score_world_model` result on the same transitions): one set of

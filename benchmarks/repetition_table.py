@@ -1,0 +1,214 @@
+"""RLVR-World's Table 3 at this machine's scale: repetition rejection, RLVR, RLVR with a
+repetition penalty and continued MLE on PushT, plus RLVR vs rejection at equal generated tokens (issue 13).
+
+    python -m benchmarks.repetition_table --layout multi --data data/pusht64 --steps 60
+    python -m benchmarks.repetition_table --layout single --data data/pusht64 --steps 120
+
+Rows (every one sampled at temperature 1, top-k 100, on the same held-out transitions with
+the same `--eval-seeds` sampling seeds; mean and spread over the seeds):
+- mle_base: the shipped MLE world model;
+- mle_base + rejection: a prediction that repeats (RLVR-World's token-identity definition,
+  `rlvr_envs.video.metrics.repetition`) is resampled, up to `--max-draws` samples;
+- rlvr: GRPO on -MAE (`trainers.grpo`, group 8 x 4 prompts, KL 1e-3) from the base;
+- rlvr + repetition penalty: the same GRPO with `repetition_penalty=--penalty` subtracted per
+  repeated frame from the reward;
+- mle_continued: MLE from the base on the same training data for the mean training time of
+  the two GRPO runs (matched wall time).
+
+Matched compute: RLVR spends generated tokens in training (steps x prompts x group x frame
+tokens); rejection spends them at test time. The last row gives rejection RLVR's whole token
+budget on this held-out set (its training tokens plus one sample per prediction) as extra
+draws per prediction, and counts the tokens it actually generates.
+
+Each training stage is skipped when its output exists (`--runs`), so an interrupted benchmark
+resumes and stages can be run by hand in parallel. Writes
+benchmarks/results/repetition_table_<layout>.{json,md,png}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.grpo_pusht import EVAL_TOP_K, env_id, grpo_seconds, run, tokenizer_dir
+
+RESULTS = Path(__file__).resolve().parent / "results"
+METRICS = ("mae", "mse", "psnr", "ssim", "repetition")
+
+
+def train_stages(args) -> tuple[dict[str, str], dict[str, float], dict[str, str]]:
+    """GRPO, GRPO with the repetition penalty and matched-time continued MLE; (model dirs, training seconds, commands)."""
+    from rlvr_envs.video.task import shipped_world_model_dir
+
+    runs = Path(args.runs)
+    runs.mkdir(parents=True, exist_ok=True)
+    base = str(shipped_world_model_dir(args.layout))
+    grpo = {"rlvr": ("reward=mae",), "rlvr_penalty": ("reward=mae", f"repetition_penalty={args.penalty}")}
+    dirs = {}
+    for name, kwargs in grpo.items():
+        out = runs / f"{name}_{args.layout}_seed{args.seed}"
+        if not (out / "card.json").is_file():
+            run([sys.executable, "-m", "trainers.grpo", "--env-id", env_id(args.layout), "--env-kwargs", *kwargs,
+                 f"data_dir={args.data}", "--steps", str(args.steps), "--seed", str(args.seed), "--out", str(out),
+                 "--group-size", str(args.group_size), "--prompts-per-step", str(args.prompts_per_step),
+                 "--lr", str(args.lr), "--eval-every", str(args.steps), "--threads", str(args.threads),
+                 "--resume"], runs / f"{name}_{args.layout}_seed{args.seed}.log")
+        dirs[name] = str(out)
+    seconds = {name: round(grpo_seconds(Path(d)), 1) for name, d in dirs.items()}
+    matched = float(np.mean(list(seconds.values())))
+    mle = runs / f"mle_continued_{args.layout}"
+    if not (mle / "card.json").is_file():
+        tokenizer = json.loads((Path(base) / "card.json").read_text())["args"]["tokenizer"]
+        run([sys.executable, "-m", "trainers.train_video_world_model", "--data", args.data, "--layout", args.layout,
+             "--tokenizer", tokenizer_dir(tokenizer), "--init", base, "--out", str(mle), "--steps", "1000000",
+             "--lr", str(args.mle_lr), "--warmup", "10", "--eval-every", "1000000", "--eval-windows", "16",
+             "--max-seconds", str(matched), "--threads", str(args.threads)], runs / f"mle_continued_{args.layout}.log")
+    dirs["mle_continued"] = str(mle)
+    seconds["mle_continued"] = json.loads((mle / "card.json").read_text())["train_seconds_this_run"]
+    commands = {name: json.loads((Path(d) / "card.json").read_text()).get("command") for name, d in dirs.items()}
+    return {"mle_base": base, **dirs}, seconds, commands
+
+
+def evaluate(models: dict[str, str], args, training_predictions: int) -> dict:
+    """Per-seed and pooled metrics of every row on the same transitions and sampling seeds;
+    `training_predictions` = the predictions GRPO generated (for the token counts)."""
+    import torch
+
+    from rlvr_envs.video.evaluation import held_out_indices, paired_difference, reject_repetition, score_world_model
+    from rlvr_envs.video.world_model import load_world_model
+    from trainers.grpo import Args as GRPOArgs
+    from trainers.grpo_video import build_held_out
+
+    torch.set_num_threads(args.threads)
+    held_out = build_held_out(GRPOArgs(env_id=env_id(args.layout), env_kwargs=("reward=mae", f"data_dir={args.data}")))
+    indices = held_out_indices(len(held_out), args.eval_windows)
+    frame_tokens = int(np.asarray(held_out.transition(indices[0]).target).size)  # generated per prediction
+    training_tokens = float(training_predictions * frame_tokens)
+    matched_draws = 1 + int(training_tokens // (len(indices) * frame_tokens))
+    loaded = {name: load_world_model(directory, held_out.vocab) for name, directory in models.items()}
+    rows = {"mle_base": ("mle_base", 1), "mle_base + rejection": ("mle_base", args.max_draws),
+            "rlvr": ("rlvr", 1), "rlvr + repetition penalty": ("rlvr_penalty", 1),
+            "mle_continued": ("mle_continued", 1),
+            f"mle_base + rejection, RLVR's tokens ({matched_draws} draws)": ("mle_base", matched_draws)}
+    per_seed: dict[str, list[dict[str, np.ndarray]]] = {}
+    for row, (model, draws) in rows.items():
+        per_seed[row] = [reject_repetition(loaded[model], held_out, indices, draws, seed=1000 * s,
+                                           temperature=1.0, top_k=EVAL_TOP_K) for s in range(args.eval_seeds)]
+        print(f"{row}: MAE {np.mean([x['mae'].mean() for x in per_seed[row]]):.5f}, repetition "
+              f"{np.mean([x['repetition'].mean() for x in per_seed[row]]):.3f}", flush=True)
+    greedy_repetition = {name: float(score_world_model(model, held_out, indices, temperature=0.0)["repetition"].mean())
+                         for name, model in loaded.items()}
+    report = {"held_out_transitions": len(indices), "sampling_seeds": args.eval_seeds,
+              "frame_tokens_per_prediction": frame_tokens, "matched_draws": matched_draws, "rows": {},
+              "greedy_repetition": greedy_repetition}
+    pooled_base = {k: np.concatenate([x[k] for x in per_seed["mle_base"]]) for k in METRICS}
+    for row, seeds in per_seed.items():
+        entry = {}
+        for key in METRICS:
+            means = [float(x[key].mean()) for x in seeds]
+            entry[key] = {"mean": float(np.mean(means)), "std_over_seeds": float(np.std(means, ddof=1))
+                          if len(means) > 1 else 0.0, "per_seed": means}
+        pooled = {k: np.concatenate([x[k] for x in seeds]) for k in METRICS}
+        entry["draws_per_prediction"] = float(np.mean([x["draws"].mean() for x in seeds]))
+        entry["test_tokens"] = float(np.mean([x["draws"].sum() for x in seeds])) * frame_tokens
+        entry["training_tokens"] = training_tokens if rows[row][0].startswith("rlvr") else 0.0
+        if row != "mle_base":
+            entry["mae_vs_base"] = paired_difference(pooled_base["mae"], pooled["mae"]).as_dict()
+            entry["mae_change_percent"] = 100 * (entry["mae"]["mean"] / float(pooled_base["mae"].mean()) - 1)
+        report["rows"][row] = entry
+    return report
+
+
+def markdown(report: dict) -> str:
+    lines = [f"# Table 3 analogue: PushT {report['layout']}-step ({report['machine']})", "",
+             f"`{report['command']}`", "",
+             f"{report['held_out_transitions']} held-out transitions x {report['sampling_seeds']} sampling seeds "
+             "(temperature 1, top-k 100; every row sees the same transitions and seeds); mean ± std over the "
+             "seeds; paired t-test of MAE against mle_base pooled over seeds. Repetition: RLVR-World's "
+             "token-identity definition. LPIPS not used.", "",
+             "| row | MAE | MSE | PSNR | SSIM | repetition | MAE vs base | p | draws / prediction | generated tokens "
+             "(training + test) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for row, e in report["rows"].items():
+        cells = [f"{e[k]['mean']:.5f} ± {e[k]['std_over_seeds']:.5f}" for k in ("mae", "mse")]
+        cells += [f"{e['psnr']['mean']:.2f} ± {e['psnr']['std_over_seeds']:.2f}",
+                  f"{e['ssim']['mean']:.4f} ± {e['ssim']['std_over_seeds']:.4f}",
+                  f"{e['repetition']['mean']:.3f}"]
+        change = f"{e['mae_change_percent']:+.1f}%" if "mae_vs_base" in e else "-"
+        p = f"{e['mae_vs_base']['p']:.1e}" if "mae_vs_base" in e else "-"
+        tokens = f"{e['training_tokens']:,.0f} + {e['test_tokens']:,.0f}"
+        lines.append(f"| {row} | {' | '.join(cells)} | {change} | {p} | {e['draws_per_prediction']:.2f} | {tokens} |")
+    greedy = ", ".join(f"{k} {v:.3f}" for k, v in report["greedy_repetition"].items())
+    lines += ["", f"Greedy repetition: {greedy}.", "",
+              f"Training: GRPO {report['grpo_args']}; repetition penalty {report['penalty']} per repeated frame; "
+              f"continued MLE for the mean GRPO training time ({report['matched_seconds']} s). Training seconds: "
+              + ", ".join(f"{k} {v}" for k, v in report["training_seconds"].items()) + ".", ""]
+    lines += [f"- {name}: `{command}`" for name, command in report["stage_commands"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def plot(report: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(report["rows"])
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4))
+    for axis, key, label in ((left, "mae", "held-out MAE (lower is better)"), (right, "repetition", "repetition rate")):
+        axis.bar(range(len(names)), [report["rows"][n][key]["mean"] for n in names],
+                 yerr=[report["rows"][n][key]["std_over_seeds"] for n in names], capsize=3,
+                 color=["grey", "tab:grey", "tab:blue", "tab:cyan", "tab:orange", "tab:olive"][:len(names)])
+        axis.set_xticks(range(len(names)), [n.replace(" (", "\n(") for n in names], rotation=30, ha="right",
+                        fontsize=7)
+        axis.set(ylabel=label, title=f"PushT {report['layout']}-step: {label}")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--layout", choices=("single", "multi"), default="multi")
+    parser.add_argument("--data", default="data/pusht64", help="PushT episodes (`rlvr-world data pusht`)")
+    parser.add_argument("--seed", type=int, default=0, help="GRPO seed")
+    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--prompts-per-step", type=int, default=4)
+    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--mle-lr", type=float, default=1e-4)
+    parser.add_argument("--penalty", type=float, default=0.01,
+                        help="subtracted from the reward per repeated frame (about one frame's MAE)")
+    parser.add_argument("--max-draws", type=int, default=8, help="rejection: samples per prediction at most")
+    parser.add_argument("--eval-windows", type=int, default=64)
+    parser.add_argument("--eval-seeds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--runs", default="runs/table3")
+    args = parser.parse_args(argv)
+    if args.eval_seeds < 3 or args.max_draws < 2 or args.penalty <= 0:
+        parser.error("need --eval-seeds >= 3 (spreads over seeds), --max-draws >= 2 and --penalty > 0")
+    models, seconds, commands = train_stages(args)
+    training_predictions = args.steps * args.prompts_per_step * args.group_size
+    report = evaluate(models, args, training_predictions)
+    report.update(layout=args.layout, penalty=args.penalty, training_seconds=seconds,
+                  matched_seconds=round(float(np.mean([seconds["rlvr"], seconds["rlvr_penalty"]])), 1),
+                  stage_commands=commands, training_predictions=training_predictions,
+                  grpo_args={"steps": args.steps, "group_size": args.group_size,
+                             "prompts_per_step": args.prompts_per_step, "lr": args.lr, "beta": 1e-3},
+                  command="python -m benchmarks.repetition_table " + " ".join(argv if argv is not None else sys.argv[1:]),
+                  machine=f"{platform.machine()}, {platform.processor() or 'CPU'}, {args.threads} threads")
+    RESULTS.mkdir(exist_ok=True)
+    stem = RESULTS / f"repetition_table_{args.layout}"
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    stem.with_suffix(".md").write_text(markdown(report), encoding="utf-8")
+    plot(report, stem.with_suffix(".png"))
+    print(markdown(report))
+    return report
+
+
+if __name__ == "__main__":
+    main()
