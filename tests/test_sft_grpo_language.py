@@ -169,7 +169,7 @@ def test_impossible_configs_fail_before_training(sft_model, tmp_path, monkeypatc
         assert not (tmp_path / out / "log.jsonl").exists()
 
 
-def test_grpo_balance_draws_changed_and_unchanged_prompts_equally(sft_model, tmp_path):
+def test_grpo_balance_draws_changed_and_unchanged_prompts_equally_and_changed_only_one_kind(sft_model, tmp_path):
     from trainers.grpo import main
     from trainers.grpo_language import build
 
@@ -180,8 +180,14 @@ def test_grpo_balance_draws_changed_and_unchanged_prompts_equally(sft_model, tmp
     assert 0 < sum(plain["changed"]) < 8, "the fixture needs both kinds of transition"
     assert changed.count(True) == changed.count(False) == max(plain["changed"].count(True),
                                                              plain["changed"].count(False))
-    with pytest.raises(ValueError, match="--balance is for language"):
-        main(grpo_args("", tmp_path / "c", env_id="RLVRWorld/PushT-SingleStep-v0", env_kwargs=(), balance=True))
+    only = build(grpo_args(str(sft_model / "final"), tmp_path / "d", changed_only=True))["dataset"]
+    assert only["changed"] == [True] * plain["changed"].count(True)
+    assert only["index"] == [i for i, c in zip(plain["index"], plain["changed"]) if c]
+    for flag in ("balance", "changed_only"):
+        with pytest.raises(ValueError, match="are for language tasks"):
+            main(grpo_args("", tmp_path / "c", env_id="RLVRWorld/PushT-SingleStep-v0", env_kwargs=(), **{flag: True}))
+    with pytest.raises(ValueError, match="exclude each other"):
+        grpo_args("", tmp_path / "e", balance=True, changed_only=True).validate()
 
 
 def test_sft_rejects_model_and_from_scratch_together(tmp_path):

@@ -7,7 +7,8 @@ What goes where:
 - prompts: `prompt_dataset(env_id, split="train")`, string prompts (TRL's requirement) that
   the task tokenizer turns back into the task's prompt ids; the `index` column locates
   each completion's transition for the reward function. `--balance` draws changed and
-  unchanged transitions equally often (`balanced_indices`, as in `trainers.sft`).
+  unchanged transitions equally often (`balanced_indices`, as in `trainers.sft`);
+  `--changed-only` trains on changed transitions alone (`changed_indices`).
 - reward: `reward_function(...)`, the env's verifier on the completion text; every metric
   component is logged, and a verification failure scores the task's minimum (counted in
   `reward_failures`), never stops the run.
@@ -51,7 +52,7 @@ def build(args: Args) -> dict[str, Any]:
     from trl import GRPOConfig, RLOOConfig
 
     from rlvr_envs.integrations import task_from_env_id
-    from rlvr_envs.integrations.trl import RewardFunction, balanced_indices, prompt_dataset
+    from rlvr_envs.integrations.trl import RewardFunction, balanced_indices, changed_indices, prompt_dataset
     from trainers.sft import (check_vocabulary, device_kwargs, last_checkpoint, model_tokenizer_kwargs,
                               report_to, split_kwargs)
 
@@ -89,9 +90,10 @@ def build(args: Args) -> dict[str, Any]:
         save_steps=args.checkpoint_every * mu, save_total_limit=2, report_to=report_to(args.logging),
         seed=args.seed, data_seed=args.seed, log_completions=False, dataloader_num_workers=0,
         **extra, **device_kwargs(False))
+    indices = balanced_indices(train_task, args.seed) if args.balance else \
+        changed_indices(train_task) if args.changed_only else None
     return {"train_task": train_task, "eval_task": eval_task, "env_kwargs": env_kwargs, "config": config,
-            "dataset": prompt_dataset(args.env_id, task=train_task,
-                                      indices=balanced_indices(train_task, args.seed) if args.balance else None),
+            "dataset": prompt_dataset(args.env_id, task=train_task, indices=indices),
             "reward": RewardFunction(args.env_id, task=train_task), "resume_from": resume_from, "world": world}
 
 

@@ -233,6 +233,14 @@ def prompt_dataset(env_id: str, split: str | None = None, indices: Sequence[int]
     return Dataset.from_dict(columns)
 
 
+def changed_indices(task: Any) -> list[int]:
+    """The transitions that change the state (`changed` is True), in order; an error if none do."""
+    out = [i for i in range(len(task)) if task.transition(i).changed is True]
+    if not out:
+        raise ValueError("no transition of this task changes the state")
+    return out
+
+
 def balanced_indices(task: Any, seed: int = 0) -> list[int]:
     """Transition indices with as many changed as unchanged ones (RLVR-World balanced them):
     the smaller side is drawn again at random (seeded) until it matches the larger, then
