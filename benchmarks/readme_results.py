@@ -202,6 +202,36 @@ def _demo(files: list[dict]) -> str:
     return text
 
 
+def _repetition_table(files: list[dict]) -> str:
+    """Table 3 analogue, one table per layout, then the matched-token comparison in words."""
+    parts = []
+    for d in files:
+        rows = []
+        for name, e in d["rows"].items():
+            change = "-" if "mae_vs_base" not in e else f"{_change(e['mae_change_percent'])} (p = {_p(e['mae_vs_base']['p'])})"
+            rows.append([name, f"{e['mae']['mean']:.5f} ± {e['mae']['std_over_seeds']:.5f}", change,
+                         f"{e['ssim']['mean']:.4f}", f"{e['psnr']['mean']:.2f}", _rate(e["repetition"]["mean"]),
+                         f"{e['draws_per_prediction']:.2f}", f"{e['training_tokens'] / 1e6:.2f}M + "
+                         f"{e['test_tokens'] / 1e3:.1f}k"])
+        greedy = ", ".join(f"{name} {_rate(v)}" for name, v in d["greedy_repetition"].items())
+        seconds = ", ".join(f"{name} {v:,.0f} s" for name, v in d["training_seconds"].items())
+        parts.append(
+            f"PushT {d['layout']}-step (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}): "
+            f"{d['held_out_transitions']} held-out transitions x {d['sampling_seeds']} sampling seeds "
+            f"(temperature 1, top-k 100), mean ± std over the seeds, MAE paired against mle_base; GRPO "
+            f"{d['grpo_args']['steps']} steps of {d['grpo_args']['prompts_per_step']} prompts x "
+            f"{d['grpo_args']['group_size']}, repetition penalty {d['penalty']} per repeated frame; training time "
+            f"{seconds}.\n\n"
+            + _table(["row", "MAE", "vs base", "SSIM", "PSNR", "repetition", "draws / prediction",
+                      "generated tokens (training + test)"], ["---", "---:", "---:", "---:", "---:", "---:", "---:",
+                                                              "---:"], rows)
+            + f"\n\nGreedy decoding repeats more: {greedy}.")
+    return ("**Table 3 analogue: repetition rejection, RLVR, repetition penalty, continued MLE** "
+            "(`python -m benchmarks.repetition_table`; repetition is RLVR-World's token-identity definition; the "
+            "last row of each table gives rejection RLVR's whole token budget, training included, as extra draws "
+            "per prediction).\n\n" + "\n\n".join(parts))
+
+
 def _grpo_rows(d: dict) -> list[list[str]]:
     rows = []
     grpo_seconds = [s for name, s in d["training_seconds"].items() if name.startswith("grpo")]
@@ -837,6 +867,8 @@ SECTIONS: tuple[Section, ...] = (
             "python -m benchmarks.grpo_pusht --layout single ...", _grpo_single),
     Section("GRPO on PushT multi-step", ("grpo_pusht_multi.json",),
             "python -m benchmarks.grpo_pusht --layout multi ...", _grpo_multi),
+    Section("Table 3 analogue", ("repetition_table_single.json", "repetition_table_multi.json"),
+            "python -m benchmarks.repetition_table --layout single|multi", _repetition_table),
     Section("PushT video world models", ("video_world_models.json",), "python -m benchmarks.video_world_models",
             _video_world_models),
     Section("Compressed multi-step tokenizer", ("compressed_tokenizer.json",),
