@@ -110,6 +110,8 @@ def test_repetition_table_rows_pair_with_the_base_and_count_generated_tokens(tin
     assert tokens == 64 and report["matched_draws"] == 1 + (7 * 64) // (3 * 64)
     rows = report["rows"]
     assert list(rows)[:5] == ["mle_base", "mle_base + rejection", "rlvr", "rlvr + repetition penalty", "mle_continued"]
+    assert rows["rlvr, greedy"]["vs"] == "mle_base, greedy" and rows["rlvr"]["vs"] == "mle_base"
+    assert rows["mle_base, greedy"]["mae"]["std_over_seeds"] == 0  # greedy: the seeds only matter for redraws
     # the same model, transitions and seeds: a row without rejection equals the base exactly
     assert rows["rlvr"]["mae"]["per_seed"] == rows["mle_base"]["mae"]["per_seed"]
     assert rows["rlvr"]["mae_vs_base"]["mean"] == 0 and len(rows["mle_base"]["mae"]["per_seed"]) == 3

@@ -38,11 +38,12 @@ def test_repetition_rejection_resamples_only_repeating_predictions_up_to_max_dra
     from rlvr_envs.video import evaluation
 
     # index i repeats on draws 0..i-1 (seeds 0, 1000, ...) and not after: transition 0 never repeats
-    calls = []
+    calls, temperatures = [], []
 
     def fake_score(model, task, indices, seed=0, temperature=1.0, top_k=None):
         draw = seed // 1000
         calls.append((list(indices), draw))
+        temperatures.append(temperature)
         repeated = np.array([1.0 if i > draw else 0.0 for i in indices])
         return {"repetition": repeated, "mae": np.array([10.0 * i + draw for i in indices]),
                 "reward": -repeated}
@@ -58,3 +59,9 @@ def test_repetition_rejection_resamples_only_repeating_predictions_up_to_max_dra
     assert calls == [([0, 1], 0)]
     with pytest.raises(ValueError, match="max_draws must be >= 1"):
         evaluation.reject_repetition(None, None, [0], max_draws=0)
+    # greedy first draws, sampled redraws; greedy redraws would repeat themselves
+    temperatures.clear()
+    evaluation.reject_repetition(None, None, [0, 1, 2], max_draws=3, temperature=0.0, redraw_temperature=1.0)
+    assert temperatures == [0.0, 1.0, 1.0]
+    with pytest.raises(ValueError, match="positive redraw_temperature"):
+        evaluation.reject_repetition(None, None, [0], max_draws=2, temperature=0.0)

@@ -36,15 +36,19 @@ def best_of_n(model, task, indices: Sequence[int], n: int, seed: int = 0, temper
 
 
 def reject_repetition(model, task, indices: Sequence[int], max_draws: int, seed: int = 0, temperature: float = 1.0,
-                      top_k: int | None = None) -> dict[str, np.ndarray]:
+                      top_k: int | None = None, redraw_temperature: float | None = None) -> dict[str, np.ndarray]:
     """Per-transition metrics under repetition rejection (RLVR-World's Table 3 baseline): a
     prediction that repeats (see `rlvr_envs.video.metrics.repetition`) is resampled, up to
     `max_draws` samples in all; the last one is kept when every draw repeats. `draws` is the
     number of samples drawn per transition (generated tokens = draws x response frame tokens).
     The first draw is `score_world_model`'s at `seed`, so this pairs with plain sampling; draw j
-    of a transition that still repeats uses seed `seed + 1000 * j`."""
+    of a transition that still repeats uses seed `seed + 1000 * j` and `redraw_temperature`
+    (default `temperature`; greedy decoding, `temperature=0`, needs a positive one to redraw)."""
     if max_draws < 1:
         raise ValueError(f"max_draws must be >= 1, got {max_draws}")
+    redraw_temperature = temperature if redraw_temperature is None else redraw_temperature
+    if max_draws > 1 and redraw_temperature <= 0:
+        raise ValueError("redraws need a positive redraw_temperature (greedy decoding repeats itself)")
     indices = [int(i) for i in indices]
     out = score_world_model(model, task, indices, seed, temperature, top_k)
     out["draws"] = np.ones(len(indices))
@@ -52,7 +56,8 @@ def reject_repetition(model, task, indices: Sequence[int], max_draws: int, seed:
         pending = np.flatnonzero(out["repetition"] > 0)
         if not len(pending):
             break
-        again = score_world_model(model, task, [indices[p] for p in pending], seed + 1000 * draw, temperature, top_k)
+        again = score_world_model(model, task, [indices[p] for p in pending], seed + 1000 * draw, redraw_temperature,
+                                  top_k)
         for key, values in again.items():
             out[key][pending] = values
         out["draws"][pending] += 1
