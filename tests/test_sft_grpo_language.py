@@ -241,3 +241,11 @@ def test_time_limit_stops_training_and_records_the_step():
     spent.on_train_begin(None, state, control)
     spent.on_step_end(None, state, control)
     assert control.should_training_stop and spent.stopped_at == 3
+
+
+def test_dr_grpo_also_leaves_advantages_unscaled_as_the_video_loop_does(sft_model, tmp_path):
+    from trainers.grpo_language import build
+
+    for loss_type, scale in (("grpo", "group"), ("dr_grpo", "none"), ("dapo", "group")):
+        config = build(grpo_args(str(sft_model / "final"), tmp_path / loss_type, loss_type=loss_type))["config"]
+        assert config.loss_type == loss_type and config.scale_rewards == scale

@@ -80,7 +80,10 @@ def build(args: Args) -> dict[str, Any]:
               f"({longest_gold} tokens + EOS); those transitions cannot be answered in full")
 
     mu = args.updates_per_step
-    Config, extra = (RLOOConfig, {}) if args.algorithm == "rloo" else (GRPOConfig, {"loss_type": args.loss_type})
+    # Dr. GRPO is both its token aggregation and unscaled advantages (as in trainers.grpo_video);
+    # TRL's loss_type alone would keep dividing by the group's std
+    Config, extra = (RLOOConfig, {}) if args.algorithm == "rloo" else (
+        GRPOConfig, {"loss_type": args.loss_type, "scale_rewards": "none" if args.loss_type == "dr_grpo" else "group"})
     config = Config(
         output_dir=args.out, max_steps=args.steps * mu, per_device_train_batch_size=batch // world,
         gradient_accumulation_steps=1, num_generations=args.group_size, num_iterations=mu,
