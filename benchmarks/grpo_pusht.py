@@ -201,7 +201,7 @@ def tokenizer_dir(recorded: str) -> str:
     """The shipped tokenizer (the card records the training-time path, which may not exist here)."""
     from rlvr_envs.video.task import default_tokenizer_dir
 
-    return recorded if Path(recorded, "config.json").is_file() else str(defaulttokenizer_dir())
+    return recorded if Path(recorded, "config.json").is_file() else str(default_tokenizer_dir())
 
 
 if __name__ == "__main__":

@@ -122,3 +122,12 @@ def test_repetition_table_rows_pair_with_the_base_and_count_generated_tokens(tin
     assert "| mle_base + rejection |" in repetition_table.markdown(report)
     repetition_table.plot(report, tmp_path / "table.png")
     assert (tmp_path / "table.png").stat().st_size > 0
+
+
+def test_stage_commands_fall_back_to_the_shipped_tokenizer_when_the_recorded_path_is_gone(tmp_path):
+    from benchmarks.grpo_pusht import tokenizer_dir
+    from rlvr_envs.video.task import default_tokenizer_dir
+
+    assert tokenizer_dir(str(tmp_path / "gone")) == str(default_tokenizer_dir())
+    shipped = str(default_tokenizer_dir())
+    assert tokenizer_dir(shipped) == shipped

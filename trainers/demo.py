@@ -1,6 +1,6 @@
 """The whole RLVR-World pipeline on the embedded PushT default, on a CPU: `rlvr-world demo`.
 
-    rlvr-world demo --out runs/demo            # about 15 minutes on 2 cores
+    rlvr-world demo --out runs/demo            # about 11 minutes on 2 free cores
     rlvr-world demo --out runs/demo_tiny --tiny   # a smoke run (CI)
     rlvr-world demo --domain text --out runs/demo_text   # MiniTextWorld: SFT model -> GRPO (trainers.demo_text)
 
