@@ -249,9 +249,11 @@ def _repetition_findings(d: dict) -> str:
                      f"lowers greedy MAE {_change(rows['rlvr, greedy']['mae_change_percent'])} and repetition to "
                      f"{_rate(rows['rlvr, greedy']['repetition']['mean'])}")
         matched = next(e for name, e in rows.items() if name.startswith("mle_base, greedy + rejection, RLVR"))
+        same = f"{matched['mae']['mean']:.5f}" == f"{rejected['mae']['mean']:.5f}"
         notes.append(f"Given RLVR's whole token budget ({d['matched_draws']} draws per prediction), rejection "
-                     f"stops after {matched['draws_per_prediction']:.2f} on average, at the same MAE: extra "
-                     "tokens buy rejection nothing once the repeats are gone")
+                     f"stops after {matched['draws_per_prediction']:.2f} on average, "
+                     + ("at the same MAE: extra tokens buy rejection nothing once the repeats are gone" if same else
+                        f"at MAE {matched['mae']['mean']:.5f} (RLVR, greedy: {rows['rlvr, greedy']['mae']['mean']:.5f})"))
     elif rows["mle_base + rejection"]["draws_per_prediction"] == 1:
         notes.append("The base never repeats here, sampled or greedy, so rejection draws nothing extra and RLVR's "
                      "gain is all quality")
