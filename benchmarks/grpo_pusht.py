@@ -157,24 +157,11 @@ def main(argv: list[str] | None = None) -> dict:
     base = str(shipped_world_model_dir(args.layout))
     grpo_runs = {}
     for seed in args.seeds:
-        out = runs / f"grpo_{args.layout}_seed{seed}"
-        if not (out / "card.json").is_file():
-            run([sys.executable, "-m", "trainers.grpo", "--env-id", env_id(args.layout), "--env-kwargs", "reward=mae",
-                 f"data_dir={args.data}", "--steps", str(args.steps), "--seed", str(seed), "--out", str(out),
-                 "--group-size", str(args.group_size), "--prompts-per-step", str(args.prompts_per_step),
-                 "--lr", str(args.lr), "--eval-every", str(args.steps), "--threads", str(args.threads),
-                 "--resume"], runs / f"grpo_{args.layout}_seed{seed}.log")
-        grpo_runs[f"grpo_seed{seed}"] = out
+        grpo_runs[f"grpo_seed{seed}"] = grpo_stage(args, runs / f"grpo_{args.layout}_seed{seed}", seed)
     seconds = {name: round(grpo_seconds(out), 1) for name, out in grpo_runs.items()}
     matched = float(np.mean(list(seconds.values())))
     mle = runs / f"mle_continued_{args.layout}"
-    if not (mle / "card.json").is_file():
-        tokenizer = json.loads((Path(base) / "card.json").read_text())["args"]["tokenizer"]
-        run([sys.executable, "-m", "trainers.train_video_world_model", "--data", args.data, "--layout", args.layout,
-             "--tokenizer", tokenizer_dir(tokenizer), "--init", base, "--out", str(mle), "--steps", "1000000",
-             "--lr", str(args.mle_lr), "--warmup", "10", "--eval-every", "1000000", "--eval-windows", "16",
-             "--max-seconds", str(matched), "--threads", str(args.threads)], runs / f"mle_continued_{args.layout}.log")
-    seconds["mle_continued"] = json.loads((mle / "card.json").read_text())["train_seconds_this_run"]
+    seconds["mle_continued"] = continued_mle_stage(args, base, mle, matched)
     models = {"mle_base": base, "mle_continued": str(mle), **{name: str(out) for name, out in grpo_runs.items()}}
     report = evaluate_models(models, args)
     # each training stage's own command (a stage may have been run by hand, e.g. seeds in parallel)
@@ -195,6 +182,30 @@ def main(argv: list[str] | None = None) -> dict:
     plot(report, grpo_runs, stem.with_suffix(".png"))
     print(markdown(report))
     return report
+
+
+def grpo_stage(args, out: Path, seed: int, env_kwargs: tuple[str, ...] = ("reward=mae",)) -> Path:
+    """GRPO from the shipped MLE model on `args.data`'s training split, logged to OUT.log;
+    skipped when `out` holds a finished run (`--resume` continues an interrupted one)."""
+    if not (out / "card.json").is_file():
+        run([sys.executable, "-m", "trainers.grpo", "--env-id", env_id(args.layout), "--env-kwargs", *env_kwargs,
+             f"data_dir={args.data}", "--steps", str(args.steps), "--seed", str(seed), "--out", str(out),
+             "--group-size", str(args.group_size), "--prompts-per-step", str(args.prompts_per_step),
+             "--lr", str(args.lr), "--eval-every", str(args.steps), "--threads", str(args.threads),
+             "--resume"], out.parent / f"{out.name}.log")
+    return out
+
+
+def continued_mle_stage(args, base: str, out: Path, seconds: float) -> float:
+    """The matched-time baseline: MLE from the shipped model `base` on the same data for `seconds`
+    (skipped when `out` holds a finished run); returns its training seconds."""
+    if not (out / "card.json").is_file():
+        tokenizer = json.loads((Path(base) / "card.json").read_text())["args"]["tokenizer"]
+        run([sys.executable, "-m", "trainers.train_video_world_model", "--data", args.data, "--layout", args.layout,
+             "--tokenizer", tokenizer_dir(tokenizer), "--init", base, "--out", str(out), "--steps", "1000000",
+             "--lr", str(args.mle_lr), "--warmup", "10", "--eval-every", "1000000", "--eval-windows", "16",
+             "--max-seconds", str(seconds), "--threads", str(args.threads)], out.parent / f"{out.name}.log")
+    return json.loads((out / "card.json").read_text())["train_seconds_this_run"]
 
 
 def tokenizer_dir(recorded: str) -> str:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.grpo_pusht import EVAL_TOP_K, env_id, grpo_seconds, run, tokenizer_dir
+from benchmarks.grpo_pusht import EVAL_TOP_K, continued_mle_stage, env_id, grpo_seconds, grpo_stage
 
 RESULTS = Path(__file__).resolve().parent / "results"
 METRICS = ("mae", "mse", "psnr", "ssim", "repetition")
@@ -51,27 +51,12 @@ def train_stages(args) -> tuple[dict[str, str], dict[str, float], dict[str, str]
     runs.mkdir(parents=True, exist_ok=True)
     base = str(shipped_world_model_dir(args.layout))
     grpo = {"rlvr": ("reward=mae",), "rlvr_penalty": ("reward=mae", f"repetition_penalty={args.penalty}")}
-    dirs = {}
-    for name, kwargs in grpo.items():
-        out = runs / f"{name}_{args.layout}_seed{args.seed}"
-        if not (out / "card.json").is_file():
-            run([sys.executable, "-m", "trainers.grpo", "--env-id", env_id(args.layout), "--env-kwargs", *kwargs,
-                 f"data_dir={args.data}", "--steps", str(args.steps), "--seed", str(args.seed), "--out", str(out),
-                 "--group-size", str(args.group_size), "--prompts-per-step", str(args.prompts_per_step),
-                 "--lr", str(args.lr), "--eval-every", str(args.steps), "--threads", str(args.threads),
-                 "--resume"], runs / f"{name}_{args.layout}_seed{args.seed}.log")
-        dirs[name] = str(out)
+    dirs = {name: str(grpo_stage(args, runs / f"{name}_{args.layout}_seed{args.seed}", args.seed, kwargs))
+            for name, kwargs in grpo.items()}
     seconds = {name: round(grpo_seconds(Path(d)), 1) for name, d in dirs.items()}
-    matched = float(np.mean(list(seconds.values())))
     mle = runs / f"mle_continued_{args.layout}"
-    if not (mle / "card.json").is_file():
-        tokenizer = json.loads((Path(base) / "card.json").read_text())["args"]["tokenizer"]
-        run([sys.executable, "-m", "trainers.train_video_world_model", "--data", args.data, "--layout", args.layout,
-             "--tokenizer", tokenizer_dir(tokenizer), "--init", base, "--out", str(mle), "--steps", "1000000",
-             "--lr", str(args.mle_lr), "--warmup", "10", "--eval-every", "1000000", "--eval-windows", "16",
-             "--max-seconds", str(matched), "--threads", str(args.threads)], runs / f"mle_continued_{args.layout}.log")
+    seconds["mle_continued"] = continued_mle_stage(args, base, mle, float(np.mean(list(seconds.values()))))
     dirs["mle_continued"] = str(mle)
-    seconds["mle_continued"] = json.loads((mle / "card.json").read_text())["train_seconds_this_run"]
     commands = {name: json.loads((Path(d) / "card.json").read_text()).get("command") for name, d in dirs.items()}
     return {"mle_base": base, **dirs}, seconds, commands
 
