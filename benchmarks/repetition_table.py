@@ -107,7 +107,6 @@ def evaluate(models: dict[str, str], args, training_predictions: int) -> dict:
             means = [float(x[key].mean()) for x in seeds]
             entry[key] = {"mean": float(np.mean(means)), "std_over_seeds": float(np.std(means, ddof=1))
                           if len(means) > 1 else 0.0, "per_seed": means}
-        pooled = {k: np.concatenate([x[k] for x in seeds]) for k in METRICS}
         entry["draws_per_prediction"] = float(np.mean([x["draws"].mean() for x in seeds]))
         entry["test_tokens"] = float(np.mean([x["draws"].sum() for x in seeds])) * frame_tokens
         entry["training_tokens"] = training_tokens if rows[row][0].startswith("rlvr") else 0.0
@@ -115,7 +114,7 @@ def evaluate(models: dict[str, str], args, training_predictions: int) -> dict:
         if reference is not None:
             base = np.concatenate([x["mae"] for x in per_seed[reference]])
             entry["vs"] = reference
-            entry["mae_vs_base"] = paired_difference(base, pooled["mae"]).as_dict()
+            entry["mae_vs_base"] = paired_difference(base, np.concatenate([x["mae"] for x in seeds])).as_dict()
             entry["mae_change_percent"] = 100 * (entry["mae"]["mean"] / float(base.mean()) - 1)
         report["rows"][row] = entry
     return report

@@ -136,7 +136,7 @@ def plan_episodes(models: dict, task, args: Args, out: Path) -> dict:
 
     from rlvr_envs.planning.cem import (CEMConfig, CEMPlanner, MPCConfig, RandomPlanner, planning_tasks, run_episode,
                                         success_summary)
-    from rlvr_envs.planning.command import save_gif
+    from rlvr_envs.planning.command import save_episode_gif
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
@@ -158,9 +158,7 @@ def plan_episodes(models: dict, task, args: Args, out: Path) -> dict:
             result = run_episode(real, planner, episode, mpc, seed=args.seed, record=record)
             results.append(result)
             if record:
-                goal = real.render_physics(episode.goal)
-                save_gif(out / f"plan_{name}.gif", [result.frames, np.repeat(goal[None], len(result.frames), axis=0),
-                                                    np.concatenate([result.frames[:1], result.predicted])])
+                save_episode_gif(out / f"plan_{name}.gif", real, episode, result)
         summary[name] = success_summary(results) | {"episodes_detail": [r.as_dict() for r in results]}
     return {"cem": vars(config), "mpc": vars(mpc), "episodes": [t.source for t in tasks],
             "success": "DINO-WM eval_state on the real env: agent+block position error < 20 px, angle < pi/9",

@@ -63,6 +63,16 @@ def save_gif(path: Path, rows: list[np.ndarray], fps: int = 2) -> None:
     images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
 
 
+def save_episode_gif(path: Path, real, task, result) -> None:
+    """A recorded episode side by side: the real rollout, the goal image, and (learned simulators)
+    the simulator's prediction of the first plan."""
+    goal = real.render_physics(task.goal)
+    strips = [result.frames, np.repeat(goal[None], len(result.frames), axis=0)]
+    if result.predicted is not None:
+        strips.append(np.concatenate([result.frames[:1], result.predicted]))
+    save_gif(path, strips)
+
+
 def run(args: argparse.Namespace) -> int:
     import torch
     from tqdm.auto import tqdm
@@ -116,11 +126,7 @@ def run(args: argparse.Namespace) -> int:
             summary[name] = success_summary(results)
             (out / "results.json").write_text(json.dumps(_report(args, config, mpc, data, summary, rows), indent=2) + "\n")
             if record:
-                goal = real.render_physics(task.goal)
-                strips = [result.frames, np.repeat(goal[None], len(result.frames), axis=0)]
-                if result.predicted is not None:
-                    strips.append(np.concatenate([result.frames[:1], result.predicted]))
-                save_gif(out / "gifs" / f"{name}_{task.index:03d}.gif", strips)
+                save_episode_gif(out / "gifs" / f"{name}_{task.index:03d}.gif", real, task, result)
         summary[name] = success_summary(results)
         (out / "results.json").write_text(json.dumps(_report(args, config, mpc, data, summary, rows), indent=2) + "\n")
     print(format_table(summary, config))
