@@ -22,6 +22,7 @@ import re
 import sys
 import textwrap
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -748,7 +749,7 @@ def _paired_cell(test: dict | None) -> str:
                                 f"(p {_p(test['p_value'])})")
 
 
-def _language_world_models(files: list[dict]) -> str:
+def _language_world_models(files: list[dict], heading: str = "Language world models") -> str:
     d = files[0]
     c = d["config"]
     first = next(iter(d["models"]))
@@ -765,7 +766,7 @@ def _language_world_models(files: list[dict]) -> str:
                      f"{r['accuracy_changed']:.3f} ({r['n_changed']})",
                      f"{r['accuracy_unchanged']:.3f} ({r['n_unchanged']})", _paired_cell(versus.get("reward")),
                      _paired_cell(versus.get("exact_changed"))])
-    text = (f"**Language world models on {c['env_id']}** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}, "
+    text = (f"**{heading} on {c['env_id']}** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}, "
             f"{d['date']}): greedy answers to the same {c['transitions']} held-out transitions; reward: "
             f"{c['reward'] or 'the task reward'}; the last two columns are each row's paired difference from "
             f"{first} in reward and in exact accuracy on changed transitions (mean ± standard error, paired "
@@ -928,6 +929,10 @@ SECTIONS: tuple[Section, ...] = (
     Section("Text-game world models on MiniTextWorld", ("text_world_models.json",),
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-v0 --models sft=DIR "
             "rlvr_seed0=DIR ... --out benchmarks/results/text_world_models.json", _language_world_models),
+    Section("Text-game world models after longer SFT", ("text_world_models_longer_sft.json",),
+            "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --models "
+            "sft_longer=DIR sft=DIR rlvr_seed0=DIR ... --out benchmarks/results/text_world_models_longer_sft.json",
+            partial(_language_world_models, heading="Language world models after longer SFT")),
     Section("Web agents on MiniWeb goals", ("web_agent/results.json",),
             "python -m benchmarks.web_agent --base-model DIR --rlvr-model DIR", _web_agent),
     Section("PushT success judge", ("pusht_success_judge.json",), "python -m benchmarks.pusht_success_judge",

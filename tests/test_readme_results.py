@@ -15,7 +15,8 @@ COMMITTED = {"`rlvr-world demo`", "RLVR on the PushT world model", "GRPO on Push
              "PushT video world models", "Compressed multi-step tokenizer", "KV-cached generation", "Env overhead",
              "Reward throughput", "Web verifier", "Hostile inputs", "PushT data", "PushT success judge",
              "Best-of-N test-time scaling", "GRPO ablations", "Text-game world models on MiniTextWorld",
-             "`rlvr-world demo --domain text`", "Table 3 analogue"}
+             "`rlvr-world demo --domain text`", "Table 3 analogue",
+             "Text-game world models after longer SFT"}
 
 
 def _block(readme: str) -> str:
