@@ -249,3 +249,90 @@ def test_dr_grpo_also_leaves_advantages_unscaled_as_the_video_loop_does(sft_mode
     for loss_type, scale in (("grpo", "group"), ("dr_grpo", "none"), ("dapo", "group")):
         config = build(grpo_args(str(sft_model / "final"), tmp_path / loss_type, loss_type=loss_type))["config"]
         assert config.loss_type == loss_type and config.scale_rewards == scale
+
+
+def _fake_generate(solved_per_index, calls):
+    """A stand-in for `rlvr_envs.integrations.hf.generate`: the gold answer for the first
+    `solved_per_index(i)` samples of each prompt, an empty answer for the rest."""
+    def generate(model, task, indices, **kwargs):
+        calls.append(list(indices))
+        seen: dict[int, int] = {}
+        out = []
+        for i in indices:
+            seen[i] = seen.get(i, 0) + 1
+            out.append(task.target_ids(i).tolist() if seen[i] <= solved_per_index(i) else [])
+        return out
+    return generate
+
+
+def test_prompt_filter_keeps_prompts_with_a_reward_spread_and_resumes_after_a_kill(sft_model, tmp_path, monkeypatch):
+    import rlvr_envs.integrations.hf as hf
+    from trainers.prompt_filter import Args, main
+
+    def args(**overrides):
+        base = dict(env_id=ENV_ID, env_kwargs=ENV_KWARGS, model=str(sft_model / "final"), out=str(tmp_path / "p.json"),
+                    samples=3, batch_size=6, max_completion_len=8, threads=1)
+        return Args(**{**base, **overrides})
+
+    calls: list[list[int]] = []
+    monkeypatch.setattr(hf, "generate", _fake_generate(lambda i: i % 4, calls))  # 0, 1, 2, 3 of 3 solved
+    report = main(args())
+    assert report["solved"] == {str(i): min(i % 4, 3) for i in range(8)}
+    assert report["indices"] == [i for i in range(8) if i % 4 in (1, 2)]
+    assert (report["never_solved"], report["always_solved"]) == (2, 2)
+    assert all(len(c) == 6 for c in calls) and len(calls) == 4  # 2 prompts x 3 samples per batch
+
+    # killed after its first batch: the saved file holds that batch, and a rerun does only the rest
+    (tmp_path / "p.json").unlink()
+
+    def dies_on_second_batch(model, task, indices, **kwargs):
+        if calls:
+            raise KeyboardInterrupt
+        return _fake_generate(lambda i: i % 4, calls)(model, task, indices)
+    calls.clear()
+    monkeypatch.setattr(hf, "generate", dies_on_second_batch)
+    with pytest.raises(KeyboardInterrupt):
+        main(args())
+    partial = json.loads((tmp_path / "p.json").read_text())
+    assert partial["candidates"] == 2 and not (tmp_path / "p.json.tmp").exists()
+    calls.clear()
+    monkeypatch.setattr(hf, "generate", _fake_generate(lambda i: i % 4, calls))
+    assert main(args()) == report
+    assert sorted(i for c in calls for i in set(c)) == list(range(2, 8))
+
+    with pytest.raises(SystemExit, match="other settings"):
+        main(args(samples=4))
+    only = main(args(changed_only=True, out=str(tmp_path / "changed.json")))
+    from trainers.prompt_filter import training_task
+    task = training_task(ENV_ID, str(sft_model / "final"), ENV_KWARGS)
+    assert [int(i) for i in only["solved"]] == [i for i in range(8) if task.transition(i).changed]
+    for bad in (dict(samples=1), dict(temperature=0.0), dict(model="")):
+        with pytest.raises(ValueError):
+            args(**bad).validate()
+
+
+def test_grpo_draws_training_prompts_from_a_prompt_filter_file(sft_model, tmp_path, monkeypatch):
+    import rlvr_envs.integrations.hf as hf
+    from trainers.grpo import main
+    from trainers.grpo_language import build
+    from trainers.prompt_filter import Args as FilterArgs
+    from trainers.prompt_filter import main as prompt_filter
+
+    monkeypatch.setattr(hf, "generate", _fake_generate(lambda i: i % 3, []))
+    kept = prompt_filter(FilterArgs(env_id=ENV_ID, env_kwargs=ENV_KWARGS, model=str(sft_model / "final"),
+                                    out=str(tmp_path / "p.json"), samples=2, max_completion_len=8, threads=1))
+    assert kept["indices"] == [1, 4, 7]
+    dataset = build(grpo_args(str(sft_model / "final"), tmp_path / "a", prompts=str(tmp_path / "p.json")))["dataset"]
+    assert dataset["index"] == [1, 4, 7]
+
+    with pytest.raises(ValueError, match="training prompts; this run trains"):  # made for another training set
+        build(grpo_args(str(sft_model / "final"), tmp_path / "b", env_kwargs=("size=12",),
+                        prompts=str(tmp_path / "p.json")))
+    (tmp_path / "broken.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not a trainers.prompt_filter file"):
+        build(grpo_args(str(sft_model / "final"), tmp_path / "c", prompts=str(tmp_path / "broken.json")))
+    with pytest.raises(ValueError, match="exclude each other"):
+        grpo_args("", tmp_path / "d", balance=True, prompts=str(tmp_path / "p.json")).validate()
+    with pytest.raises(ValueError, match="are for language tasks"):
+        main(grpo_args("", tmp_path / "e", env_id="RLVRWorld/PushT-SingleStep-v0", env_kwargs=(),
+                       prompts=str(tmp_path / "p.json")))

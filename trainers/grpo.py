@@ -47,6 +47,7 @@ class Args:
     max_completion_len: int = 256  #: language only: longest generated answer
     balance: bool = False  #: language only: draw changed and unchanged training transitions equally often
     changed_only: bool = False  #: language only: train on transitions that change the state (held-out evaluation keeps both)
+    prompts: str = ""  #: language only: draw training prompts from this `trainers.prompt_filter` file (the ones the model sometimes solves)
     train_episodes: int = 40  #: video only: PushT training episodes generated on first use (seed 20000)
     eval_every: int = 50
     eval_windows: int = 64  #: held-out transitions evaluated (greedy and sampled)
@@ -75,8 +76,9 @@ class Args:
             raise ValueError(f"logging must be 'none' or 'tensorboard', got {self.logging!r}")
         if self.logging == "tensorboard" and importlib.util.find_spec("tensorboard") is None:
             raise ValueError("logging='tensorboard' needs the tensorboard package: pip install tensorboard")
-        if self.balance and self.changed_only:
-            raise ValueError("--balance and --changed-only exclude each other")
+        if sum(map(bool, (self.balance, self.changed_only, self.prompts))) > 1:
+            raise ValueError("--balance, --changed-only and --prompts exclude each other (each picks the training "
+                             "prompts)")
         self.kwargs()  # malformed key=value pairs fail here, before any work
         return self
 
@@ -90,9 +92,9 @@ def main(args: Args) -> dict:
 
     args.validate()
     if entry(args.env_id).modality == "video":
-        if args.balance or args.changed_only:
-            raise ValueError("--balance and --changed-only are for language tasks (changed vs unchanged "
-                             "transitions); video windows have no such split")
+        if args.balance or args.changed_only or args.prompts:
+            raise ValueError("--balance, --changed-only and --prompts are for language tasks (changed vs "
+                             "unchanged transitions, filtered prompts); video windows have no such split")
         from trainers.grpo_video import train
 
         return train(args)

@@ -53,6 +53,7 @@ def build(args: Args) -> dict[str, Any]:
 
     from rlvr_envs.integrations import task_from_env_id
     from rlvr_envs.integrations.trl import RewardFunction, balanced_indices, changed_indices, prompt_dataset
+    from trainers.prompt_filter import read_prompt_indices
     from trainers.sft import (check_vocabulary, device_kwargs, last_checkpoint, model_tokenizer_kwargs,
                               report_to, split_kwargs)
 
@@ -94,7 +95,8 @@ def build(args: Args) -> dict[str, Any]:
         seed=args.seed, data_seed=args.seed, log_completions=False, dataloader_num_workers=0,
         **extra, **device_kwargs(False))
     indices = balanced_indices(train_task, args.seed) if args.balance else \
-        changed_indices(train_task) if args.changed_only else None
+        changed_indices(train_task) if args.changed_only else \
+        read_prompt_indices(args.prompts, args.env_id, len(train_task)) if args.prompts else None
     return {"train_task": train_task, "eval_task": eval_task, "env_kwargs": env_kwargs, "config": config,
             "dataset": prompt_dataset(args.env_id, task=train_task, indices=indices),
             "reward": RewardFunction(args.env_id, task=train_task), "resume_from": resume_from, "world": world}
