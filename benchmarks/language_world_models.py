@@ -10,7 +10,10 @@ exact accuracy on the changed and on the unchanged transitions, each with a pair
 Models named `NAME_seedK` (training seeds of one recipe) are also summarised as a group: mean
 and spread over seeds. Text games also get the "nothing changes" answer as a baseline row
 (`task.unchanged_answer`): it is right on every unchanged transition, so only accuracy on
-changed transitions shows whether a model learned the dynamics.
+changed transitions shows whether a model learned the dynamics. With `--samples K` each model
+also samples K answers per transition (`--temperature`), and the report adds pass@K and
+per-sample accuracy: what a model reaches beyond its greedy answer (the headroom RL can
+sharpen into greedy accuracy), and whether RL sharpened or also widened it.
 
     python -m benchmarks.language_world_models --env-id RLVRWorld/MiniWeb-v0 --transitions 256 \\
         --models sft=runs/sft_miniweb2/final rlvr=runs/grpo_miniweb/final \\
@@ -45,6 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-new-tokens", type=int, default=0, help="answer budget (0 = the task's)")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--samples", type=int, default=0,
+                        help="also sample this many answers per transition (0 = greedy only) and report pass@k "
+                             "and per-sample accuracy")
+    parser.add_argument("--temperature", type=float, default=1.0, help="sampling temperature of --samples")
     parser.add_argument("--env-kwargs", nargs="*", default=[], metavar="KEY=VALUE",
                         help="extra task arguments (e.g. difficulty=medium)")
     parser.add_argument("--out", required=True, help="JSON path (the markdown table goes beside it)")
@@ -84,11 +91,11 @@ def training_summary(model_dir: Path) -> list[dict[str, Any]] | None:
 
 
 def evaluate(model_dir: Path, task: Any, indices: list[int], max_new_tokens: int | None,
-             batch_size: int) -> dict[str, Any]:
+             batch_size: int, samples: int = 0, temperature: float = 1.0) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from rlvr_envs.integrations.hf import evaluate_accuracy
+    from rlvr_envs.integrations.hf import evaluate_accuracy, solved_counts
 
     from trainers.sft import check_vocabulary
 
@@ -99,9 +106,28 @@ def evaluate(model_dir: Path, task: Any, indices: list[int], max_new_tokens: int
         raise SystemExit(str(exc)) from None
     started = time.perf_counter()
     report = evaluate_accuracy(model, task, indices, max_new_tokens, batch_size, per_transition=True)
+    if samples:
+        counts = solved_counts(model, task, indices, samples, temperature, max_new_tokens=max_new_tokens,
+                               batch_size=batch_size * samples)
+        report["sampled"] = sampled_summary(counts, [task.transition(i).changed for i in indices], samples,
+                                            temperature)
     report["seconds"] = time.perf_counter() - started
     report["parameters"] = sum(p.numel() for p in model.parameters())
     return report
+
+
+def sampled_summary(counts: list[int], changed: list[Any], samples: int, temperature: float) -> dict[str, Any]:
+    """pass@k (some of the k samples solve it) and per-sample accuracy, overall and on changed
+    and unchanged transitions: whether a model can reach answers its greedy one misses (what
+    RL can sharpen) and whether RL only sharpened or also widened what it reaches."""
+    import numpy as np
+
+    out: dict[str, Any] = {"samples": samples, "temperature": temperature, "solved_counts": counts}
+    for suffix, keep in (("", lambda c: True), ("_changed", lambda c: c is True), ("_unchanged", lambda c: c is False)):
+        picked = [k for k, c in zip(counts, changed) if keep(c)]
+        out[f"pass_at_k{suffix}"] = float(np.mean([k > 0 for k in picked])) if picked else float("nan")
+        out[f"sample_accuracy{suffix}"] = float(np.mean(picked) / samples) if picked else float("nan")
+    return out
 
 
 def seed_groups(reports: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -154,6 +180,18 @@ def markdown(report: dict[str, Any]) -> str:
                      f"({r['n_changed']}) | {r['accuracy_unchanged']:.3f} ({r['n_unchanged']}) | {r['parsed']:.3f} "
                      f"| {_cell(tests.get('reward'))} | {_cell(tests.get('exact_changed'))} "
                      f"| {_cell(tests.get('exact_unchanged'))} |")
+    sampled = {name: r["sampled"] for name, r in report["models"].items() if r.get("sampled")}
+    if sampled:
+        first = next(iter(sampled.values()))
+        lines += ["", f"Sampled answers ({first['samples']} per transition, temperature {first['temperature']:g}): "
+                      "pass@k is the share solved by at least one sample, per-sample accuracy the share of samples "
+                      "that solve it.", "",
+                  "| model | pass@k | pass@k (changed) | pass@k (unchanged) | per-sample (changed) | "
+                  "per-sample (unchanged) |", "|---|---:|---:|---:|---:|---:|"]
+        for name, r in sampled.items():
+            lines.append(f"| {name} | {r['pass_at_k']:.3f} | {r['pass_at_k_changed']:.3f} | "
+                         f"{r['pass_at_k_unchanged']:.3f} | {r['sample_accuracy_changed']:.3f} | "
+                         f"{r['sample_accuracy_unchanged']:.3f} |")
     groups = report.get("seed_groups") or {}
     if groups:
         lines += ["", "Over training seeds (mean ± sample standard deviation):", "",
@@ -187,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     models = parse_models(args.models)
     if args.transitions < 2 or args.batch_size < 1 or args.threads < 1 or args.max_new_tokens < 0:
         raise SystemExit("--transitions must be >= 2; --batch-size and --threads positive; --max-new-tokens >= 0")
+    if args.samples < 0 or (args.samples and args.temperature <= 0):
+        raise SystemExit("--samples must be >= 0 and --temperature > 0 when sampling")
     torch.set_num_threads(args.threads)
     # the first model's own tokenizer when its directory carries one (as the trainers save it)
     kwargs = model_tokenizer_kwargs(str(next(iter(models.values()))), parse_env_kwargs(args.env_kwargs))
@@ -196,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     indices = list(range(min(args.transitions, len(task))))
     reports: dict[str, dict[str, Any]] = {}
     for name, path in tqdm(models.items(), desc="models"):
-        reports[name] = evaluate(path, task, indices, args.max_new_tokens or None, args.batch_size)
+        reports[name] = evaluate(path, task, indices, args.max_new_tokens or None, args.batch_size, args.samples,
+                                 args.temperature)
         reports[name]["model"] = str(path)
         reports[name]["training"] = training_summary(path)
     changed = [task.transition(i).changed for i in indices]

@@ -483,3 +483,17 @@ EXPECTED = [
     {"new": EXAMPLE0_NEW, "deleted": EXAMPLE0_DELETED, "updated": EXAMPLE0_UPDATED},
     {"new": EXAMPLE1_NEW, "deleted": EXAMPLE1_DELETED, "updated": EXAMPLE1_UPDATED},
 ]
+
+
+def gold_for_first_samples(solved_per_index, calls):
+    """A stand-in for `rlvr_envs.integrations.hf.generate`: the gold answer for the first
+    `solved_per_index(i)` samples of each prompt, an empty answer for the rest."""
+    def generate(model, task, indices, **kwargs):
+        calls.append(list(indices))
+        seen: dict[int, int] = {}
+        out = []
+        for i in indices:
+            seen[i] = seen.get(i, 0) + 1
+            out.append(task.target_ids(i).tolist() if seen[i] <= solved_per_index(i) else [])
+        return out
+    return generate

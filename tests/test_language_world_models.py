@@ -91,3 +91,31 @@ def test_text_games_get_the_nothing_changes_baseline_and_seed_groups(tmp_path):
     assert group["accuracy_changed"]["values"] == [0.0, 0.0] and group["changed_vs_first"]["mean"] == 0.0
     text = out.with_suffix(".md").read_text()
     assert "| nothing_changes (baseline) |" in text and "| rlvr | 2 |" in text
+
+
+def test_sampled_answers_report_pass_at_k_and_per_sample_accuracy(tmp_path, monkeypatch):
+    import rlvr_envs.integrations.hf as hf
+    from benchmarks.language_world_models import main
+    from rlvr_envs.integrations import task_from_env_id
+    from tests.samples import gold_for_first_samples
+    from trainers.sft import build_text_model, save_final
+
+    task = task_from_env_id("RLVRWorld/MiniTextWorld-v0", split="test", size=8)
+    model = save_final(build_text_model(task.tokenizer, "micro"), task.tokenizer, tmp_path / "m")
+    calls: list[list[int]] = []
+    monkeypatch.setattr(hf, "generate", gold_for_first_samples(lambda i: i % 4, calls))  # 0..3 of 3 right
+    out = tmp_path / "sampled.json"
+    assert main(["--env-id", "RLVRWorld/MiniTextWorld-v0", "--models", f"m={model}", "--transitions", "8",
+                 "--samples", "3", "--temperature", "0.7", "--threads", "1", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    sampled, changed = report["models"]["m"]["sampled"], report["changed"]
+    counts = [min(i % 4, 3) for i in range(8)]
+    assert sampled["solved_counts"] == counts and sampled["samples"] == 3 and sampled["temperature"] == 0.7
+    on_changed = [k for k, c in zip(counts, changed) if c]
+    assert sampled["pass_at_k_changed"] == pytest.approx(sum(k > 0 for k in on_changed) / len(on_changed))
+    assert sampled["sample_accuracy_changed"] == pytest.approx(sum(on_changed) / (3 * len(on_changed)))
+    assert sampled["pass_at_k"] == pytest.approx(6 / 8) and sampled["sample_accuracy"] == pytest.approx(12 / 24)
+    assert "| m | 0.750 |" in out.with_suffix(".md").read_text()
+    with pytest.raises(SystemExit, match="--temperature > 0"):
+        main(["--env-id", "RLVRWorld/MiniTextWorld-v0", "--models", f"m={model}", "--samples", "2",
+              "--temperature", "0", "--out", str(out)])

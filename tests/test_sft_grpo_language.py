@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.samples import gold_for_first_samples
+
 REPO = Path(__file__).resolve().parents[1]
 ENV_ID = "RLVRWorld/MiniTextWorld-v0"
 ENV_KWARGS = ("size=8",)
@@ -251,20 +253,6 @@ def test_dr_grpo_also_leaves_advantages_unscaled_as_the_video_loop_does(sft_mode
         assert config.loss_type == loss_type and config.scale_rewards == scale
 
 
-def _fake_generate(solved_per_index, calls):
-    """A stand-in for `rlvr_envs.integrations.hf.generate`: the gold answer for the first
-    `solved_per_index(i)` samples of each prompt, an empty answer for the rest."""
-    def generate(model, task, indices, **kwargs):
-        calls.append(list(indices))
-        seen: dict[int, int] = {}
-        out = []
-        for i in indices:
-            seen[i] = seen.get(i, 0) + 1
-            out.append(task.target_ids(i).tolist() if seen[i] <= solved_per_index(i) else [])
-        return out
-    return generate
-
-
 def test_prompt_filter_keeps_prompts_with_a_reward_spread_and_resumes_after_a_kill(sft_model, tmp_path, monkeypatch):
     import rlvr_envs.integrations.hf as hf
     from trainers.prompt_filter import Args, main
@@ -275,7 +263,7 @@ def test_prompt_filter_keeps_prompts_with_a_reward_spread_and_resumes_after_a_ki
         return Args(**{**base, **overrides})
 
     calls: list[list[int]] = []
-    monkeypatch.setattr(hf, "generate", _fake_generate(lambda i: i % 4, calls))  # 0, 1, 2, 3 of 3 solved
+    monkeypatch.setattr(hf, "generate", gold_for_first_samples(lambda i: i % 4, calls))  # 0, 1, 2, 3 of 3 solved
     report = main(args())
     assert report["solved"] == {str(i): min(i % 4, 3) for i in range(8)}
     assert report["indices"] == [i for i in range(8) if i % 4 in (1, 2)]
@@ -288,7 +276,7 @@ def test_prompt_filter_keeps_prompts_with_a_reward_spread_and_resumes_after_a_ki
     def dies_on_second_batch(model, task, indices, **kwargs):
         if calls:
             raise KeyboardInterrupt
-        return _fake_generate(lambda i: i % 4, calls)(model, task, indices)
+        return gold_for_first_samples(lambda i: i % 4, calls)(model, task, indices)
     calls.clear()
     monkeypatch.setattr(hf, "generate", dies_on_second_batch)
     with pytest.raises(KeyboardInterrupt):
@@ -296,7 +284,7 @@ def test_prompt_filter_keeps_prompts_with_a_reward_spread_and_resumes_after_a_ki
     partial = json.loads((tmp_path / "p.json").read_text())
     assert partial["candidates"] == 2 and not (tmp_path / "p.json.tmp").exists()
     calls.clear()
-    monkeypatch.setattr(hf, "generate", _fake_generate(lambda i: i % 4, calls))
+    monkeypatch.setattr(hf, "generate", gold_for_first_samples(lambda i: i % 4, calls))
     assert main(args()) == report
     assert sorted(i for c in calls for i in set(c)) == list(range(2, 8))
 
@@ -318,7 +306,7 @@ def test_grpo_draws_training_prompts_from_a_prompt_filter_file(sft_model, tmp_pa
     from trainers.prompt_filter import Args as FilterArgs
     from trainers.prompt_filter import main as prompt_filter
 
-    monkeypatch.setattr(hf, "generate", _fake_generate(lambda i: i % 3, []))
+    monkeypatch.setattr(hf, "generate", gold_for_first_samples(lambda i: i % 3, []))
     kept = prompt_filter(FilterArgs(env_id=ENV_ID, env_kwargs=ENV_KWARGS, model=str(sft_model / "final"),
                                     out=str(tmp_path / "p.json"), samples=2, max_completion_len=8, threads=1))
     assert kept["indices"] == [1, 4, 7]

@@ -87,8 +87,8 @@ def main(args: Args) -> dict[str, Any]:
     from tqdm.auto import tqdm
     from transformers import AutoModelForCausalLM
 
-    from rlvr_envs.integrations.hf import generate
-    from rlvr_envs.integrations.trl import changed_indices, solved
+    from rlvr_envs.integrations.hf import solved_counts
+    from rlvr_envs.integrations.trl import changed_indices
     from trainers.sft import check_vocabulary
 
     args.validate()
@@ -115,12 +115,10 @@ def main(args: Args) -> dict[str, Any]:
     bar = tqdm(total=len(candidates), initial=len(candidates) - len(todo), desc="prompts", unit="prompt")
     for start in range(0, len(todo), per_batch):
         chunk = todo[start:start + per_batch]
-        rows = [i for i in chunk for _ in range(args.samples)]
-        responses = generate(model, task, rows, max_new_tokens=args.max_completion_len, batch_size=len(rows),
-                             temperature=args.temperature, top_k=args.top_k, seed=args.seed * 1_000_003 + chunk[0])
-        hits = [bool(solved(r)) for r in task.verify(rows, responses)]
-        for position, index in enumerate(chunk):
-            counts[index] = sum(hits[position * args.samples:(position + 1) * args.samples])
+        found = solved_counts(model, task, chunk, args.samples, args.temperature, top_k=args.top_k,
+                              max_new_tokens=args.max_completion_len, batch_size=len(chunk) * args.samples,
+                              seed=args.seed * 1_000_003 + chunk[0])
+        counts.update(zip(chunk, found))
         save(out, config, counts, args.samples)
         bar.update(len(chunk))
         bar.set_postfix(kept=len(kept(counts, args.samples)))

@@ -75,6 +75,26 @@ def generate(model: Any, task: Any, indices: Sequence[int], max_new_tokens: int 
     return out
 
 
+def solved_counts(model: Any, task: Any, indices: Sequence[int], samples: int, temperature: float,
+                  top_k: int = 0, max_new_tokens: int | None = None, batch_size: int = 24, seed: int = 0) -> list[int]:
+    """How many of `samples` sampled answers solve each prompt of `indices`: pass@k and
+    per-sample accuracy for reports, reward spread for prompt filtering. A batch holds whole
+    groups (at least one); batch b is seeded `seed + b`."""
+    if samples < 1 or temperature <= 0:
+        raise ValueError(f"need samples >= 1 and temperature > 0, got {samples} and {temperature}")
+    indices = [int(i) for i in indices]
+    per_batch = max(1, batch_size // samples)
+    counts: list[int] = []
+    for batch, start in enumerate(range(0, len(indices), per_batch)):
+        chunk = indices[start:start + per_batch]
+        rows = [i for i in chunk for _ in range(samples)]
+        responses = generate(model, task, rows, max_new_tokens=max_new_tokens, batch_size=len(rows),
+                             temperature=temperature, top_k=top_k, seed=seed + batch)
+        hits = [solved(r) for r in task.verify(rows, responses)]
+        counts += [sum(hits[k * samples:(k + 1) * samples]) for k in range(len(chunk))]
+    return counts
+
+
 def accuracy_report(task: Any, indices: Sequence[int], results: Sequence[Any]) -> dict[str, float]:
     """Exact accuracy overall / on changed / on unchanged transitions, mean reward, parse
     rate and the mean of every metric component, from verified results."""
