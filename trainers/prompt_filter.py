@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from trainers.common import parse_dataclass_args, parse_env_kwargs
+from trainers.common import command_line, parse_dataclass_args, parse_env_kwargs
 
 
 @dataclass
@@ -119,19 +119,21 @@ def main(args: Args) -> dict[str, Any]:
                               max_new_tokens=args.max_completion_len, batch_size=len(chunk) * args.samples,
                               seed=args.seed * 1_000_003 + chunk[0])
         counts.update(zip(chunk, found))
-        save(out, config, counts, args.samples)
+        save(out, config, counts, args)
         bar.update(len(chunk))
         bar.set_postfix(kept=len(kept(counts, args.samples)))
     bar.close()
-    report = save(out, config, counts, args.samples)
+    report = save(out, config, counts, args)
     print(f"{len(report['indices'])} of {len(counts)} prompts solved by some but not all of {args.samples} "
           f"samples (none: {report['never_solved']}, all: {report['always_solved']}); wrote {out}")
     return report
 
 
-def save(out: Path, config: dict[str, Any], counts: dict[int, int], samples: int) -> dict[str, Any]:
+def save(out: Path, config: dict[str, Any], counts: dict[int, int], args: Args) -> dict[str, Any]:
     """Write the file whole through a temporary name, so a kill never leaves half of it."""
-    report = {"settings": config, "candidates": len(counts),
+    samples = args.samples
+    report = {"command": command_line("python -m trainers.prompt_filter", args), "settings": config,
+              "candidates": len(counts),
               "never_solved": sum(k == 0 for k in counts.values()),
               "always_solved": sum(k == samples for k in counts.values()),
               "indices": kept(counts, samples), "solved": {str(i): k for i, k in sorted(counts.items())}}
