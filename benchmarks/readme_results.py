@@ -783,6 +783,18 @@ def _language_world_models(files: list[dict], heading: str = "Language world mod
                            f"changed vs {first}"], ["---", "---:", "---:", "---:", "---:", "---:"],
                           [[name, str(len(g["members"])), ms(g, "accuracy"), ms(g, "accuracy_changed"),
                             ms(g, "accuracy_unchanged"), ms(g, "changed_vs_first")] for name, g in groups.items()]))
+    sampled = {name: r["sampled"] for name, r in d["models"].items() if r.get("sampled")}
+    if sampled:
+        s = next(iter(sampled.values()))
+        text += (f"\n\nSampled answers, {s['samples']} per transition at temperature {s['temperature']:g}: pass@k is "
+                 "the share of transitions some sample solves, per-sample accuracy the share of samples that solve "
+                 "theirs; greedy is the greedy answer's accuracy (changed transitions).\n\n"
+                 + _table(["model", "greedy (changed)", "per-sample (changed)", f"pass@{s['samples']} (changed)",
+                           "per-sample (unchanged)", f"pass@{s['samples']} (unchanged)"],
+                          ["---", "---:", "---:", "---:", "---:", "---:"],
+                          [[name, f"{d['models'][name]['accuracy_changed']:.3f}", f"{r['sample_accuracy_changed']:.3f}",
+                            f"{r['pass_at_k_changed']:.3f}", f"{r['sample_accuracy_unchanged']:.3f}",
+                            f"{r['pass_at_k_unchanged']:.3f}"] for name, r in sampled.items()]))
     return text
 
 
@@ -933,6 +945,14 @@ SECTIONS: tuple[Section, ...] = (
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --models "
             "sft_longer=DIR sft=DIR rlvr_seed0=DIR ... --out benchmarks/results/text_world_models_longer_sft.json",
             partial(_language_world_models, heading="Language world models after longer SFT")),
+    Section("Text-game GRPO on filtered prompts", ("text_world_models_filtered_grpo.json",),
+            "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --models "
+            "sft_longer=DIR rlvr_filtered_step50_seed0=DIR ... --out benchmarks/results/text_world_models_filtered_grpo.json",
+            partial(_language_world_models, heading="GRPO on filtered prompts")),
+    Section("Text-game world models, sampled", ("text_world_models_sampled.json",),
+            "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --samples 6 "
+            "--temperature 0.7 --models sft_longer=DIR ... --out benchmarks/results/text_world_models_sampled.json",
+            partial(_language_world_models, heading="Greedy and sampled answers")),
     Section("Web agents on MiniWeb goals", ("web_agent/results.json",),
             "python -m benchmarks.web_agent --base-model DIR --rlvr-model DIR", _web_agent),
     Section("PushT success judge", ("pusht_success_judge.json",), "python -m benchmarks.pusht_success_judge",

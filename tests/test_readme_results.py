@@ -16,7 +16,8 @@ COMMITTED = {"`rlvr-world demo`", "RLVR on the PushT world model", "GRPO on Push
              "Reward throughput", "Web verifier", "Hostile inputs", "PushT data", "PushT success judge",
              "Best-of-N test-time scaling", "GRPO ablations", "Text-game world models on MiniTextWorld",
              "`rlvr-world demo --domain text`", "Table 3 analogue",
-             "Text-game world models after longer SFT"}
+             "Text-game world models after longer SFT", "Text-game GRPO on filtered prompts",
+             "Text-game world models, sampled"}
 
 
 def _block(readme: str) -> str:
@@ -145,6 +146,22 @@ def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
     assert "Pearson 0.987, MMRV 0.000" in text.replace("\n", " ")
     assert "`benchmarks/results/real2sim/mle/results.json`" in text.replace("\n", " ")
     assert "| 0.8 | 40 | 0.996 | 0.950 | 0.975 |" in text
+
+
+def test_language_sections_add_the_sampled_answers_table_when_a_run_sampled():
+    model = {"accuracy": 0.6, "accuracy_changed": 0.3, "accuracy_unchanged": 0.95, "n_changed": 80,
+             "n_unchanged": 120, "reward": 0.5, "parsed": 1.0}
+    sampled = {"samples": 6, "temperature": 0.7, "sample_accuracy_changed": 0.25, "pass_at_k_changed": 0.5,
+               "sample_accuracy_unchanged": 0.9, "pass_at_k_unchanged": 1.0}
+    data = {"command": "python -m benchmarks.language_world_models --samples 6", "machine": "x86_64", "date": "today",
+            "config": {"env_id": "RLVRWorld/MiniTextWorld-v0", "transitions": 200, "reward": ""},
+            "models": {"sft": {**model, "sampled": sampled}, "rlvr": model}, "_file": "x.json"}
+    text = rr._language_world_models([data])
+    assert "6 per transition at temperature 0.7" in text
+    assert "| sft | 0.300 | 0.250 | 0.500 | 0.900 | 1.000 |" in text
+    assert "| rlvr | 0.300 |" not in text  # greedy only: no sampled row
+    del data["models"]["sft"]["sampled"]
+    assert "Sampled answers" not in rr._language_world_models([data])
 
 
 def test_check_reports_a_stale_block_and_the_rewrite_touches_only_the_block(tmp_path, capsys):
