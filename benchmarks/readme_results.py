@@ -947,7 +947,8 @@ SECTIONS: tuple[Section, ...] = (
             partial(_language_world_models, heading="Language world models after longer SFT")),
     Section("Text-game GRPO on filtered prompts", ("text_world_models_filtered_grpo.json",),
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --models "
-            "sft_longer=DIR rlvr_filtered_lr2e-5_step50_seed0=DIR ... --out benchmarks/results/text_world_models_filtered_grpo.json",
+            "sft_longer=DIR rlvr_filtered_lr2e-5_step50_seed0=DIR ... "
+            "--out benchmarks/results/text_world_models_filtered_grpo.json",
             partial(_language_world_models, heading="GRPO on filtered prompts")),
     Section("Text-game world models, sampled", ("text_world_models_sampled.json",),
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --samples 6 "
