@@ -53,7 +53,7 @@ def build(args: Args) -> dict[str, Any]:
 
     from rlvr_envs.integrations import task_from_env_id
     from rlvr_envs.integrations.trl import RewardFunction, balanced_indices, changed_indices, prompt_dataset
-    from trainers.prompt_filter import read_prompt_indices
+    from trainers.prompt_filter import read_prompt_indices, training_task
     from trainers.sft import (check_vocabulary, device_kwargs, last_checkpoint, model_tokenizer_kwargs,
                               report_to, split_kwargs)
 
@@ -69,7 +69,7 @@ def build(args: Args) -> dict[str, Any]:
     resume_from = last_checkpoint(args.out, args.resume)
 
     env_kwargs = model_tokenizer_kwargs(args.model, args.kwargs())
-    train_task = task_from_env_id(args.env_id, **split_kwargs(args.env_id, env_kwargs, "train"))
+    train_task = training_task(args.env_id, args.model, args.env_kwargs)
     if not hasattr(train_task, "prompt_text"):
         raise ValueError(f"{args.env_id} is a {train_task.modality} task; trainers.grpo_language trains text world "
                          f"models (video ids go to trainers.grpo_video)")
