@@ -20,11 +20,11 @@ each batch and an interrupted run picks up where it stopped.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from rlvr_envs.core.files import write_json_atomic
 from trainers.common import command_line, parse_dataclass_args, parse_env_kwargs
 
 
@@ -130,17 +130,14 @@ def main(args: Args) -> dict[str, Any]:
 
 
 def save(out: Path, config: dict[str, Any], counts: dict[int, int], args: Args) -> dict[str, Any]:
-    """Write the file whole through a temporary name, so a kill never leaves half of it."""
+    """Write the file atomically (`write_json_atomic`), so a kill never leaves half of it."""
     samples = args.samples
     report = {"command": command_line("python -m trainers.prompt_filter", args), "settings": config,
               "candidates": len(counts),
               "never_solved": sum(k == 0 for k in counts.values()),
               "always_solved": sum(k == samples for k in counts.values()),
               "indices": kept(counts, samples), "solved": {str(i): k for i, k in sorted(counts.items())}}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(json.dumps(report, indent=1), encoding="utf-8")
-    os.replace(tmp, out)
+    write_json_atomic(out, report, indent=1)
     return report
 
 
