@@ -294,7 +294,9 @@ def test_prompt_filter_keeps_prompts_with_a_reward_spread_and_resumes_after_a_ki
     from trainers.prompt_filter import training_task
     task = training_task(ENV_ID, str(sft_model / "final"), ENV_KWARGS)
     assert [int(i) for i in only["solved"]] == [i for i in range(8) if task.transition(i).changed]
-    for bad in (dict(samples=1), dict(temperature=0.0), dict(model="")):
+    rest = main(args(unchanged_only=True, out=str(tmp_path / "unchanged.json")))
+    assert [int(i) for i in rest["solved"]] == [i for i in range(8) if task.transition(i).changed is False]
+    for bad in (dict(samples=1), dict(temperature=0.0), dict(model=""), dict(changed_only=True, unchanged_only=True)):
         with pytest.raises(ValueError):
             args(**bad).validate()
 
@@ -310,17 +312,26 @@ def test_grpo_draws_training_prompts_from_a_prompt_filter_file(sft_model, tmp_pa
     kept = prompt_filter(FilterArgs(env_id=ENV_ID, env_kwargs=ENV_KWARGS, model=str(sft_model / "final"),
                                     out=str(tmp_path / "p.json"), samples=2, max_completion_len=8, threads=1))
     assert kept["indices"] == [1, 4, 7]
-    dataset = build(grpo_args(str(sft_model / "final"), tmp_path / "a", prompts=str(tmp_path / "p.json")))["dataset"]
+    dataset = build(grpo_args(str(sft_model / "final"), tmp_path / "a", prompts=(str(tmp_path / "p.json"),)))["dataset"]
     assert dataset["index"] == [1, 4, 7]
+    # several files train on the union of what they kept (here: changed and unchanged transitions filtered apart)
+    files = {kind: prompt_filter(FilterArgs(env_id=ENV_ID, env_kwargs=ENV_KWARGS, model=str(sft_model / "final"),
+                                            out=str(tmp_path / f"{kind}.json"), samples=2, max_completion_len=8,
+                                            threads=1, **{f"{kind}_only": True}))
+             for kind in ("changed", "unchanged")}
+    both = sorted(set(files["changed"]["indices"]) | set(files["unchanged"]["indices"]))
+    assert both == [1, 4, 7] and files["changed"]["indices"] and files["unchanged"]["indices"]
+    paths = tuple(str(tmp_path / f"{kind}.json") for kind in ("changed", "unchanged"))
+    assert build(grpo_args(str(sft_model / "final"), tmp_path / "u", prompts=paths))["dataset"]["index"] == both
 
     with pytest.raises(ValueError, match="training prompts; this run trains"):  # made for another training set
         build(grpo_args(str(sft_model / "final"), tmp_path / "b", env_kwargs=("size=12",),
-                        prompts=str(tmp_path / "p.json")))
+                        prompts=(str(tmp_path / "p.json"),)))
     (tmp_path / "broken.json").write_text("{not json")
     with pytest.raises(ValueError, match="not a trainers.prompt_filter file"):
-        build(grpo_args(str(sft_model / "final"), tmp_path / "c", prompts=str(tmp_path / "broken.json")))
+        build(grpo_args(str(sft_model / "final"), tmp_path / "c", prompts=(str(tmp_path / "broken.json"),)))
     with pytest.raises(ValueError, match="exclude each other"):
-        grpo_args("", tmp_path / "d", balance=True, prompts=str(tmp_path / "p.json")).validate()
+        grpo_args("", tmp_path / "d", balance=True, prompts=(str(tmp_path / "p.json"),)).validate()
     with pytest.raises(ValueError, match="are for language tasks"):
         main(grpo_args("", tmp_path / "e", env_id="RLVRWorld/PushT-SingleStep-v0", env_kwargs=(),
-                       prompts=str(tmp_path / "p.json")))
+                       prompts=(str(tmp_path / "p.json"),)))

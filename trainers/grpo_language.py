@@ -8,7 +8,9 @@ What goes where:
   the task tokenizer turns back into the task's prompt ids; the `index` column locates
   each completion's transition for the reward function. `--balance` draws changed and
   unchanged transitions equally often (`balanced_indices`, as in `trainers.sft`);
-  `--changed-only` trains on changed transitions alone (`changed_indices`).
+  `--changed-only` trains on changed transitions alone (`changed_indices`); `--prompts
+  FILE...` on the union of the prompts `trainers.prompt_filter` files kept (e.g. one file
+  for changed transitions and one for unchanged ones).
 - reward: `reward_function(...)`, the env's verifier on the completion text; every metric
   component is logged, and a verification failure scores the task's minimum (counted in
   `reward_failures`), never stops the run.
@@ -96,7 +98,8 @@ def build(args: Args) -> dict[str, Any]:
         **extra, **device_kwargs(False))
     indices = balanced_indices(train_task, args.seed) if args.balance else \
         changed_indices(train_task) if args.changed_only else \
-        read_prompt_indices(args.prompts, args.env_id, len(train_task)) if args.prompts else None
+        sorted({i for path in args.prompts for i in read_prompt_indices(path, args.env_id, len(train_task))}) \
+        if args.prompts else None
     return {"train_task": train_task, "eval_task": eval_task, "env_kwargs": env_kwargs, "config": config,
             "dataset": prompt_dataset(args.env_id, task=train_task, indices=indices),
             "reward": RewardFunction(args.env_id, task=train_task), "resume_from": resume_from, "world": world}

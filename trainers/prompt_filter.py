@@ -38,6 +38,7 @@ class Args:
     temperature: float = 0.7  #: GRPO's sampling temperature
     top_k: int = 0
     changed_only: bool = False  #: candidates are the transitions that change the state
+    unchanged_only: bool = False  #: candidates are the transitions that leave it as it was
     limit: int = 0  #: at most this many candidates, in index order (0 = all)
     max_completion_len: int = 256
     batch_size: int = 24
@@ -54,6 +55,8 @@ class Args:
         for name in ("batch_size", "threads", "max_completion_len"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.changed_only and self.unchanged_only:
+            raise ValueError("--changed-only and --unchanged-only exclude each other (pass neither for all prompts)")
         if self.limit < 0:
             raise ValueError(f"limit must be >= 0, got {self.limit}")
         parse_env_kwargs(self.env_kwargs)
@@ -71,7 +74,7 @@ def training_task(env_id: str, model: str, env_kwargs: tuple[str, ...]) -> Any:
 
 def settings(args: Args, n_train: int) -> dict[str, Any]:
     """What the counts depend on; a saved file with other settings is not resumed."""
-    keep = ("env_id", "env_kwargs", "model", "samples", "temperature", "top_k", "changed_only", "limit",
+    keep = ("env_id", "env_kwargs", "model", "samples", "temperature", "top_k", "changed_only", "unchanged_only", "limit",
             "max_completion_len", "seed")
     return {**{k: v for k, v in asdict(args).items() if k in keep}, "env_kwargs": list(args.env_kwargs),
             "train_prompts": n_train}
@@ -88,7 +91,7 @@ def main(args: Args) -> dict[str, Any]:
     from transformers import AutoModelForCausalLM
 
     from rlvr_envs.integrations.hf import solved_counts
-    from rlvr_envs.integrations.trl import changed_indices
+    from rlvr_envs.integrations.trl import changed_indices, unchanged_indices
     from trainers.sft import check_vocabulary
 
     args.validate()
@@ -98,7 +101,8 @@ def main(args: Args) -> dict[str, Any]:
         raise ValueError(f"{args.env_id} is not a text task; prompt filtering samples text answers")
     model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
     check_vocabulary(args.model, model.config, task)
-    candidates = changed_indices(task) if args.changed_only else list(range(len(task)))
+    candidates = changed_indices(task) if args.changed_only else unchanged_indices(task) if args.unchanged_only \
+        else list(range(len(task)))
     if args.limit:
         candidates = candidates[: args.limit]
     config = settings(args, len(task))

@@ -241,6 +241,14 @@ def changed_indices(task: Any) -> list[int]:
     return out
 
 
+def unchanged_indices(task: Any) -> list[int]:
+    """The transitions that leave the state as it was (`changed` is False), in order; an error if none do."""
+    out = [i for i in range(len(task)) if task.transition(i).changed is False]
+    if not out:
+        raise ValueError("every transition of this task changes the state")
+    return out
+
+
 def balanced_indices(task: Any, seed: int = 0) -> list[int]:
     """Transition indices with as many changed as unchanged ones (RLVR-World balanced them):
     the smaller side is drawn again at random (seeded) until it matches the larger, then
