@@ -39,7 +39,8 @@ def chunks_for(recorded: np.ndarray, rng: np.random.Generator) -> dict[str, np.n
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--starts", type=int, default=48)
-    parser.add_argument("--models", default="base,rlvr", help=f"comma-separated of {','.join(MODELS)}")
+    parser.add_argument("--models", default="base,rlvr",
+                        help=f"comma-separated: {','.join(MODELS)}, or NAME=DIR for a model saved elsewhere")
     parser.add_argument("--heldout-episodes", type=int, default=12)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
@@ -55,9 +56,14 @@ def main(argv=None) -> int:
     from rlvr_envs.video.task import embedded_heldout_dir, skip_frames
 
     torch.set_num_threads(args.threads)
-    names = [n.strip() for n in args.models.split(",") if n.strip()]
-    if set(names) - set(MODELS):
-        parser.error(f"unknown models {sorted(set(names) - set(MODELS))}; choose from {list(MODELS)}")
+    models = {}
+    for entry in filter(None, (n.strip() for n in args.models.split(","))):
+        name, _, path = entry.partition("=")
+        if not path and name not in MODELS:
+            parser.error(f"unknown model {name!r}; choose from {list(MODELS)} or pass NAME=DIR")
+        if path and not Path(path).is_dir():
+            parser.error(f"{entry}: {path} is not a directory")
+        models[name] = path or MODELS[name]
     rng = np.random.default_rng(args.seed)
     episodes = list(PushTEpisodeDataset(embedded_heldout_dir(args.heldout_episodes, 64)))
     starts = []  # (history frames [3], history chunks [2, 5, 2], physics at the last frame, chunks by kind)
@@ -106,8 +112,8 @@ def main(argv=None) -> int:
                                                                                   __import__("sys").argv[1:]),
               "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "time": time.strftime("%Y-%m-%d %H:%M"),
               "starts": len(starts), "results": {"copy (no motion)": errors(None)}}
-    for name in names:
-        sim = LearnedPushTSim(MODELS[name], None, reward="none")
+    for name, path in models.items():
+        sim = LearnedPushTSim(path, None, reward="none")
         predicted = {kind: [] for kind in KINDS}
         for history, history_chunks, physics, chunks in tqdm(starts, desc=f"learned sim {name}"):
             context = sim.context_from(history, history_chunks, physics[0:2])

@@ -950,6 +950,10 @@ SECTIONS: tuple[Section, ...] = (
             "sft_longer=DIR rlvr_filtered_lr2e-5_step50_seed0=DIR ... "
             "--out benchmarks/results/text_world_models_filtered_grpo.json",
             partial(_language_world_models, heading="GRPO on filtered prompts")),
+    Section("Text-game GRPO on filtered changed and unchanged prompts", ("text_world_models_mixed_grpo.json",),
+            "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --models "
+            "sft_longer=DIR rlvr_mixed_step50_seed0=DIR ... --out benchmarks/results/text_world_models_mixed_grpo.json",
+            partial(_language_world_models, heading="GRPO on filtered changed and unchanged prompts")),
     Section("Text-game world models, sampled", ("text_world_models_sampled.json",),
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --samples 6 "
             "--temperature 0.7 --models sft_longer=DIR ... --out benchmarks/results/text_world_models_sampled.json",
