@@ -954,6 +954,11 @@ SECTIONS: tuple[Section, ...] = (
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --models "
             "sft_longer=DIR rlvr_mixed_step50_seed0=DIR ... --out benchmarks/results/text_world_models_mixed_grpo.json",
             partial(_language_world_models, heading="GRPO on filtered changed and unchanged prompts")),
+    Section("Text-game GRPO, filtered changed prompts then both kinds", ("text_world_models_two_stage_grpo.json",),
+            "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --models "
+            "sft_longer=DIR rlvr_filtered_step100_seed0=DIR ... rlvr_then_mixed_step30_seed0=DIR ... "
+            "--out benchmarks/results/text_world_models_two_stage_grpo.json",
+            partial(_language_world_models, heading="GRPO on filtered changed prompts, then on both kinds")),
     Section("Text-game world models, sampled", ("text_world_models_sampled.json",),
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --samples 6 "
             "--temperature 0.7 --models sft_longer=DIR ... --out benchmarks/results/text_world_models_sampled.json",

@@ -17,7 +17,8 @@ COMMITTED = {"`rlvr-world demo`", "RLVR on the PushT world model", "GRPO on Push
              "Best-of-N test-time scaling", "GRPO ablations", "Text-game world models on MiniTextWorld",
              "`rlvr-world demo --domain text`", "Table 3 analogue",
              "Text-game world models after longer SFT", "Text-game GRPO on filtered prompts",
-             "Text-game world models, sampled", "Text-game GRPO on filtered changed and unchanged prompts"}
+             "Text-game world models, sampled", "Text-game GRPO on filtered changed and unchanged prompts",
+             "Text-game GRPO, filtered changed prompts then both kinds"}
 
 
 def _block(readme: str) -> str:
