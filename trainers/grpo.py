@@ -47,7 +47,7 @@ class Args:
     max_completion_len: int = 256  #: language only: longest generated answer
     balance: bool = False  #: language only: draw changed and unchanged training transitions equally often
     changed_only: bool = False  #: language only: train on transitions that change the state (held-out evaluation keeps both)
-    prompts: tuple[str, ...] = ()  #: language only: train on the prompts `trainers.prompt_filter` files kept (their union)
+    prompts: tuple[str, ...] = ()  #: language only: the union of what `trainers.prompt_filter` files kept
     train_episodes: int = 40  #: video only: PushT training episodes generated on first use (seed 20000)
     eval_every: int = 50
     eval_windows: int = 64  #: held-out transitions evaluated (greedy and sampled)

@@ -74,8 +74,8 @@ def training_task(env_id: str, model: str, env_kwargs: tuple[str, ...]) -> Any:
 
 def settings(args: Args, n_train: int) -> dict[str, Any]:
     """What the counts depend on; a saved file with other settings is not resumed."""
-    keep = ("env_id", "env_kwargs", "model", "samples", "temperature", "top_k", "changed_only", "unchanged_only", "limit",
-            "max_completion_len", "seed")
+    keep = ("env_id", "env_kwargs", "model", "samples", "temperature", "top_k", "changed_only", "unchanged_only",
+            "limit", "max_completion_len", "seed")
     return {**{k: v for k, v in asdict(args).items() if k in keep}, "env_kwargs": list(args.env_kwargs),
             "train_prompts": n_train}
 
