@@ -900,6 +900,14 @@ def _web_agent_verdict(d: dict) -> str:
     return text + "."
 
 
+def _text_game_section(title: str, stem: str, arguments: str, heading: str) -> Section:
+    """A MiniTextWorld (task reward) language-world-model results section: one file, one command."""
+    return Section(title, (f"{stem}.json",),
+                   "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 "
+                   f"{arguments} --out benchmarks/results/{stem}.json",
+                   partial(_language_world_models, heading=heading))
+
+
 SECTIONS: tuple[Section, ...] = (
     Section("`rlvr-world demo`", ("demo_pusht/results.json",), "rlvr-world demo --out runs/demo", _demo),
     Section("`rlvr-world demo --domain text`", ("demo_text/results.json",),
@@ -941,28 +949,19 @@ SECTIONS: tuple[Section, ...] = (
     Section("Text-game world models on MiniTextWorld", ("text_world_models.json",),
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-v0 --models sft=DIR "
             "rlvr_seed0=DIR ... --out benchmarks/results/text_world_models.json", _language_world_models),
-    Section("Text-game world models after longer SFT", ("text_world_models_longer_sft.json",),
-            "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --models "
-            "sft_longer=DIR sft=DIR rlvr_seed0=DIR ... --out benchmarks/results/text_world_models_longer_sft.json",
-            partial(_language_world_models, heading="Language world models after longer SFT")),
-    Section("Text-game GRPO on filtered prompts", ("text_world_models_filtered_grpo.json",),
-            "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --models "
-            "sft_longer=DIR rlvr_filtered_lr2e-5_step50_seed0=DIR ... "
-            "--out benchmarks/results/text_world_models_filtered_grpo.json",
-            partial(_language_world_models, heading="GRPO on filtered prompts")),
-    Section("Text-game GRPO on filtered changed and unchanged prompts", ("text_world_models_mixed_grpo.json",),
-            "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --models "
-            "sft_longer=DIR rlvr_mixed_step50_seed0=DIR ... --out benchmarks/results/text_world_models_mixed_grpo.json",
-            partial(_language_world_models, heading="GRPO on filtered changed and unchanged prompts")),
-    Section("Text-game GRPO, filtered changed prompts then both kinds", ("text_world_models_two_stage_grpo.json",),
-            "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --models "
-            "sft_longer=DIR rlvr_filtered_step100_seed0=DIR ... rlvr_then_mixed_step30_seed0=DIR ... "
-            "--out benchmarks/results/text_world_models_two_stage_grpo.json",
-            partial(_language_world_models, heading="GRPO on filtered changed prompts, then on both kinds")),
-    Section("Text-game world models, sampled", ("text_world_models_sampled.json",),
-            "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 --samples 6 "
-            "--temperature 0.7 --models sft_longer=DIR ... --out benchmarks/results/text_world_models_sampled.json",
-            partial(_language_world_models, heading="Greedy and sampled answers")),
+    _text_game_section("Text-game world models after longer SFT", "text_world_models_longer_sft",
+                       "--models sft_longer=DIR sft=DIR rlvr_seed0=DIR ...", "Language world models after longer SFT"),
+    _text_game_section("Text-game GRPO on filtered prompts", "text_world_models_filtered_grpo",
+                       "--models sft_longer=DIR rlvr_filtered_lr2e-5_step50_seed0=DIR ...", "GRPO on filtered prompts"),
+    _text_game_section("Text-game GRPO on filtered changed and unchanged prompts", "text_world_models_mixed_grpo",
+                       "--models sft_longer=DIR rlvr_mixed_step50_seed0=DIR ...",
+                       "GRPO on filtered changed and unchanged prompts"),
+    _text_game_section("Text-game GRPO, filtered changed prompts then both kinds", "text_world_models_two_stage_grpo",
+                       "--models sft_longer=DIR rlvr_filtered_step100_seed0=DIR ... "
+                       "rlvr_then_mixed_step30_seed0=DIR ...",
+                       "GRPO on filtered changed prompts, then on both kinds"),
+    _text_game_section("Text-game world models, sampled", "text_world_models_sampled",
+                       "--samples 6 --temperature 0.7 --models sft_longer=DIR ...", "Greedy and sampled answers"),
     Section("Web agents on MiniWeb goals", ("web_agent/results.json",),
             "python -m benchmarks.web_agent --base-model DIR --rlvr-model DIR", _web_agent),
     Section("PushT success judge", ("pusht_success_judge.json",), "python -m benchmarks.pusht_success_judge",
