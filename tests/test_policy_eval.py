@@ -94,6 +94,18 @@ def test_judge_agrees_with_the_real_env_on_real_frames():
     assert not judge_frame(blank).found and not judge_frame(blank).success
 
 
+def test_object_errors_charge_a_missing_object_more_than_any_placement():
+    from rlvr_envs.policy_eval.pusht_judge import ObjectReading, object_errors
+
+    truth = ObjectReading(np.array([100.0, 100.0]), np.array([256.0, 256.0, 0.5]))
+    assert object_errors(truth, truth) == (0.0, 0.0, 0.0)
+    farthest = ObjectReading(np.array([512.0, 512.0]), np.array([0.0, 512.0, 0.5 - np.pi]))
+    agent, position, angle = object_errors(farthest, truth)
+    assert 0.0 < agent < 1.0 and 0.0 < position < 1.0 and angle == pytest.approx(1.0)
+    assert object_errors(ObjectReading(None, None), truth) == (1.0, 1.0, 1.0)
+    assert object_errors(farthest, ObjectReading(None, None)) == (0.0, 0.0, 0.0)  # nothing to compare with
+
+
 def test_policy_adapter_takes_callables_simpler_objects_and_sb3_models():
     from rlvr_envs.policy_eval.policies import as_policy
 

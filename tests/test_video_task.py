@@ -154,6 +154,38 @@ def test_gold_codes_score_at_least_as_well_as_perturbed_codes(pusht64_dir, layou
             assert task.verify([index], [noisy])[0].reward <= result.reward + 1e-9
 
 
+def test_pose_reward_pays_for_objects_in_place_and_never_for_leaving_one_out(pusht64_dir):
+    """reward='pose' is the shortcut-proof PushT reward: a frame without the agent (what
+    -MAE prefers when the model is unsure where the agent went) scores below the gold
+    codes, and below a frame with the agent left where it was."""
+    from rlvr_envs.core.factory import build_task
+    from rlvr_envs.policy_eval.pusht_judge import unmix
+
+    task = build_task("rlvr_envs.video.task:VideoPredictionTask", data_dir=pusht64_dir, reward="pose")
+    checked = 0
+    for index in range(len(task)):
+        transition = task.transition(index)
+        gold = task.verify([index], [task.target_ids(index)])[0]
+        copy = task.verify([index], [task.layout.response(transition.meta["last_history_codes"][None])])[0]
+        if copy.metrics["agent_error"] < 0.02:
+            continue  # the agent barely moved: leaving it in place is nearly right
+        truth = np.array(transition.next_state[-1])
+        truth[unmix(truth)["agent"] > 0.1] = 255  # the agent painted out
+        erased = task.verify([index], [task.layout.response(task.tokenizer.encode(truth[None]))])[0]
+        assert erased.metrics["agent_error"] == 1.0
+        assert erased.reward < copy.reward < gold.reward <= task.max_reward(index)
+        assert task.min_reward <= erased.reward and gold.metrics["agent_error"] < 0.02
+        checked += 1
+    assert checked >= 3
+
+
+def test_pose_reward_is_refused_where_no_reader_exists():
+    from rlvr_envs.video.task import VideoTaskConfig
+
+    with pytest.raises(ValueError, match="reward='pose'"):
+        VideoTaskConfig(dataset="rope", data_dir="rope", tokenizer="tok", reward="pose").validate()
+
+
 def test_multi_step_token_mode_inserts_the_given_actions(pusht_dir, tokenizer_dir):
     task = make_task(pusht_dir, tokenizer_dir, layout="multi", future=2)
     env = NextStatePredictionEnv(task, mode="token")

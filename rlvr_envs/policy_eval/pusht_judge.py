@@ -197,6 +197,45 @@ def judge_frames(frames: np.ndarray, success_coverage: float = SUCCESS_COVERAGE)
     return [judge_frame(frame, success_coverage) for frame in np.asarray(frames)]
 
 
+@dataclass(frozen=True)
+class ObjectReading:
+    """Where the judge sees the agent and the block in one frame (None: not seen)."""
+
+    agent: np.ndarray | None  #: disc centre (x, y) in arena pixels
+    block: np.ndarray | None  #: block pose (x, y, angle)
+
+
+def read_objects(frame: np.ndarray) -> ObjectReading:
+    """The agent and block positions of one uint8 frame [H, W, 3]."""
+    block, _ = estimate_pose(frame)
+    return ObjectReading(agent_position(frame), block)
+
+
+def object_errors(predicted: ObjectReading, truth: ObjectReading) -> tuple[float, float, float]:
+    """(agent position, block position, block angle) errors of a predicted frame's reading,
+    each scaled to [0, 1]: positions by the arena's diagonal, the angle by pi.
+
+    An object the truth shows but the prediction does not costs 1 per term, more than any
+    position it could have been drawn at: a world model must not earn reward by leaving out
+    an object it is unsure where to draw (what a pixel metric pays for). An object the truth
+    itself does not show is not scored.
+    """
+    def scaled(distance: float) -> float:
+        return min(1.0, distance / (ARENA_SIZE * math.sqrt(2.0)))
+
+    agent = 0.0
+    if truth.agent is not None:
+        agent = 1.0 if predicted.agent is None else scaled(float(np.linalg.norm(predicted.agent - truth.agent)))
+    position = angle = 0.0
+    if truth.block is not None:
+        if predicted.block is None:
+            position = angle = 1.0
+        else:
+            distance, radians = pose_error(predicted.block, truth.block)
+            position, angle = scaled(distance), radians / math.pi
+    return agent, position, angle
+
+
 def pose_error(estimate: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
     """(position error in arena pixels, absolute angle error in radians) of two poses."""
     estimate, truth = np.asarray(estimate, dtype=np.float64), np.asarray(truth, dtype=np.float64)
@@ -205,5 +244,5 @@ def pose_error(estimate: np.ndarray, truth: np.ndarray) -> tuple[float, float]:
     return position, float(angle)
 
 
-__all__ = ["GOAL_POSE", "JudgeResult", "agent_position", "estimate_pose", "judge_frame", "judge_frames",
-           "pose_error", "unmix"]
+__all__ = ["GOAL_POSE", "JudgeResult", "ObjectReading", "agent_position", "estimate_pose", "judge_frame",
+           "judge_frames", "object_errors", "pose_error", "read_objects", "unmix"]

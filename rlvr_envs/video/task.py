@@ -76,6 +76,8 @@ REWARDS: dict[str, tuple[str, float, float]] = {
     "mse": ("-MSE of decoded frames (pixels in [0, 1])", -1.0, 0.0),
     "psnr": ("PSNR of decoded frames in dB, clipped to [0, 100]", 0.0, 100.0),
     "ssim": ("SSIM of decoded frames", -1.0, 1.0),
+    "pose": ("PushT: -(agent and block position errors / arena diagonal + block angle error / pi) read from decoded "
+             "and real frames by the frame judge, minus MAE; an object left out costs the most", -4.0, 0.0),
 }
 LAYOUTS = ("single", "multi")
 SPLITS = ("all", "train", "test")
@@ -152,6 +154,9 @@ class VideoTaskConfig:
             raise ValueError(f"layout must be one of {LAYOUTS}, got {self.layout!r}")
         if self.reward not in REWARDS:
             raise ValueError(f"reward must be one of {sorted(REWARDS)}, got {self.reward!r}")
+        if self.reward == "pose" and self.dataset != "pusht":
+            raise ValueError(f"reward='pose' reads PushT's agent and block from frames; dataset {self.dataset!r} "
+                             "has no reader, use another reward")
         for name in ("episodes", "frame_skip", "future", "window_stride"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -366,6 +371,7 @@ class VideoPredictionTask(Task):
                 uid=f"{config.dataset}/{names[e]}/{s}", state=window.history, action=window.actions, next_state=window.future,
                 target=future_codes, split="test", changed=None, meta=meta))
         self._ceiling: dict[int, float] = {}
+        self._truth_objects: dict[int, list] = {}  #: reward='pose': the judge's readings of the real frames
 
     def _encode_windows(self, windows: FrameWindowDataset, limit: int,
                         chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
@@ -461,7 +467,7 @@ class VideoPredictionTask(Task):
             decoded = self.tokenizer.decode(all_codes.reshape(-1, all_codes.shape[-1]))
             pred = decoded.reshape(len(indices), t, *decoded.shape[1:])
         truth = torch.as_tensor(np.stack([self._truth[i] for i in indices])).float() / 255.0
-        values = metrics.video_prediction_metrics(pred, truth, self.lpips).values
+        values = dict(metrics.video_prediction_metrics(pred, truth, self.lpips).values)
         if t == 1:
             last = np.stack([self.transition(i).meta["last_history_codes"] for i in indices])
             repeated = single_step_repetition(torch.as_tensor(all_codes[:, 0]), torch.as_tensor(last)).float()
@@ -471,6 +477,11 @@ class VideoPredictionTask(Task):
                    "ssim": values["ssim"]}
         if self.lpips is not None:
             rewards["l1_lpips"] = (-(values["mae"] + values["lpips"])).clamp(min=-3.0)
+        if self.reward_name == "pose":
+            errors = self._object_errors(indices, pred)  # [B, 3], each column in [0, 1]
+            for column, name in enumerate(("agent_error", "block_error", "angle_error")):
+                values[name] = errors[:, column]
+            rewards["pose"] = -(errors.sum(dim=1) + values["mae"])
         reward = rewards[self.reward_name] - self.config.repetition_penalty * repeated * t
         reward = reward.clamp(self.min_reward, self._max)
         out = []
@@ -480,6 +491,21 @@ class VideoPredictionTask(Task):
             out.append(RewardResult(reward=float(reward[row]), max_reward=self._max, metrics=metrics_row,
                                     prediction=all_codes[row]))
         return out
+
+    def _object_errors(self, indices: list[int], pred: torch.Tensor) -> torch.Tensor:
+        """reward='pose': per row, the (agent, block position, block angle) errors of the judge's
+        readings of the predicted frames against its readings of the real ones (cached),
+        averaged over the predicted frames."""
+        from rlvr_envs.policy_eval.pusht_judge import object_errors, read_objects
+
+        frames = (pred.clamp(0, 1) * 255.0).round().to(torch.uint8).numpy()  # [B, T, H, W, 3]
+        rows = []
+        for index, predicted in zip(indices, frames):
+            if index not in self._truth_objects:
+                self._truth_objects[index] = [read_objects(frame) for frame in self._truth[index]]
+            rows.append(np.mean([object_errors(read_objects(frame), truth)
+                                 for frame, truth in zip(predicted, self._truth_objects[index])], axis=0))
+        return torch.as_tensor(np.asarray(rows), dtype=torch.float32)
 
     def render_text(self, index: int, response_ids: Sequence[int] | None = None) -> str:
         n = 0 if response_ids is None else len(response_ids)
