@@ -50,7 +50,7 @@ def main(argv=None) -> int:
     import torch
     from tqdm.auto import tqdm
 
-    from rlvr_envs.policy_eval.pusht_judge import agent_position, estimate_pose
+    from rlvr_envs.policy_eval.pusht_judge import read_objects
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir, skip_frames
@@ -94,10 +94,8 @@ def main(argv=None) -> int:
                 if frames_by_kind is None:  # copy: no motion predicted
                     seen_agent, seen_block = physics[0:2], physics[4:6]
                 else:
-                    frame = frames_by_kind[kind][s]
-                    seen_agent = agent_position(frame)
-                    pose, _ = estimate_pose(frame)
-                    seen_block = None if pose is None else pose[0:2]
+                    seen = read_objects(frames_by_kind[kind][s])
+                    seen_agent, seen_block = seen.agent, None if seen.block is None else seen.block[0:2]
                 found.append(seen_agent is not None and seen_block is not None)
                 agent.append(np.nan if seen_agent is None else float(np.linalg.norm(seen_agent - after[0:2])))
                 block.append(np.nan if seen_block is None else float(np.linalg.norm(seen_block - after[4:6])))

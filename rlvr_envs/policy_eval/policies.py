@@ -89,10 +89,10 @@ class PixelExpert:
         self.last = np.full(2, ARENA_SIZE / 2)
 
     def step(self, image: np.ndarray) -> np.ndarray:
-        from rlvr_envs.policy_eval.pusht_judge import agent_position, estimate_pose
+        from rlvr_envs.policy_eval.pusht_judge import read_objects
 
-        pose, _ = estimate_pose(image)
-        agent = agent_position(image)
+        seen = read_objects(image)
+        pose, agent = seen.block, seen.agent
         if pose is None or agent is None:  # nothing to push: hold still
             return np.tile(self.last if agent is None else agent, (self.frame_skip, 1))
         physics = np.zeros(10)
