@@ -164,6 +164,20 @@ def test_cli_functions(tmp_path, capsys):
     assert len(pusht.PushTEpisodeDataset(tmp_path)) == 1
 
 
+def test_cli_policy_weights_pick_the_policies(tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    pusht.add_data_arguments(parser)
+    args = parser.parse_args(["--episodes", "2", "--out", str(tmp_path), "--resolution", "16", "--max-steps", "3",
+                              "--workers", "1", "--no-progress", "--policy-weights", "random=1"])
+    assert pusht.run_data_command(args) == 0
+    assert {str(e.policy) for e in pusht.PushTEpisodeDataset(tmp_path)} == {"random"}
+    for bad in ("random", "random=x"):
+        with pytest.raises(SystemExit):
+            parser.parse_args(["--out", str(tmp_path), "--policy-weights", bad])
+    args = parser.parse_args(["--out", str(tmp_path / "other"), "--policy-weights", "teleport=1"])
+    assert pusht.run_data_command(args) == 2 and "policy_weights" in capsys.readouterr().err
+
+
 def _small_dataset(tmp_path, episodes=2):
     config = PushTGenerationConfig(episodes=episodes, resolution=16, seed=0, max_steps=4)
     pusht.generate_dataset(config, tmp_path, progress=False)

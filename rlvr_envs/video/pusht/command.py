@@ -152,6 +152,20 @@ def format_summary(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _policy_weights(text: str) -> dict[str, float]:
+    """`expert=0.6,random=0.2` -> {"expert": 0.6, "random": 0.2} (checked by the config)."""
+    weights = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        name, sep, value = item.partition("=")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected NAME=WEIGHT, got {item!r}") from None
+        if not sep:
+            raise argparse.ArgumentTypeError(f"expected NAME=WEIGHT, got {item!r}")
+    return weights
+
+
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `rlvr-world data pusht`."""
     defaults = PushTGenerationConfig()
@@ -160,6 +174,9 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resolution", type=int, default=defaults.resolution, help="frame size in pixels")
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--max-steps", type=int, default=defaults.max_steps)
+    parser.add_argument("--policy-weights", type=_policy_weights, default=defaults.policy_weights,
+                        help="share of episodes per policy, e.g. expert=0.2,random=0.6,replay=0.2 (default: "
+                             + ",".join(f"{k}={v:g}" for k, v in defaults.policy_weights.items()) + ")")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="processes")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -171,7 +188,7 @@ def run_data_command(args: argparse.Namespace) -> int:
     use) raise `DataError`, which the CLI prints as one line with exit status 1.
     """
     config = PushTGenerationConfig(episodes=args.episodes, resolution=args.resolution, seed=args.seed,
-                                   max_steps=args.max_steps)
+                                   max_steps=args.max_steps, policy_weights=args.policy_weights)
     try:
         config.validate()
     except ValueError as error:
