@@ -12,10 +12,12 @@ budget flags are left out (a GPU's worth of rollouts).
 
 Planners can run as separate processes (one `--out` each, e.g. base and rlvr side by side on
 two cores); `--merge DIR [DIR ...]` then joins their results.json (refusing runs whose budget,
-data or episodes differ) into benchmarks/results/pusht_planning/ with a PNG of the success
-rates and their intervals:
+data or episodes differ) into benchmarks/results/pusht_planning/ (or `--out DIR`) with a PNG
+of the success rates and their intervals; `DIR:name,name` takes only those planners of a run:
 
     python -m benchmarks.pusht_planning --merge runs/plan/base runs/plan/rlvr runs/plan/baselines
+    python -m benchmarks.pusht_planning --merge runs/plan/long2 runs/plan/long2_rlvr \
+        benchmarks/results/pusht_planning:true_sim,random --out benchmarks/results/pusht_planning_longer
 """
 
 from __future__ import annotations
@@ -28,11 +30,32 @@ from pathlib import Path
 RESULTS = Path(__file__).resolve().parent / "results" / "pusht_planning"
 
 
-def merge(directories: list[str], out: Path = RESULTS) -> dict:
-    """One report from several `rlvr-world plan` runs of the same budget, data and episodes."""
+def _planner_rows(report: dict, name: str) -> list[dict]:
+    """The episode rows of planner `name` (rows name CEM planners `cem_<name>`)."""
+    return [row for row in report["episodes"] if row["planner"] in (name, f"cem_{name}")]
+
+
+def _load_run(entry: str) -> tuple[str, dict]:
+    """`DIR` or `DIR:name,name` (only those planners of that run) -> (DIR, its report)."""
+    directory, _, names = entry.partition(":")
+    report = json.loads((Path(directory) / "results.json").read_text())
+    if names:
+        keep = [n.strip() for n in names.split(",") if n.strip()]
+        missing = sorted(set(keep) - set(report["summary"]))
+        if missing:
+            raise SystemExit(f"{directory} has no planner {missing} (it has {sorted(report['summary'])})")
+        report = {**report, "summary": {n: report["summary"][n] for n in keep},
+                  "episodes": [row for n in keep for row in _planner_rows(report, n)]}
+    return directory, report
+
+
+def merge(entries: list[str], out: Path = RESULTS) -> dict:
+    """One report from several `rlvr-world plan` runs of the same budget, data and episodes;
+    an entry `DIR:name,name` takes only those planners of that run (e.g. the baselines of an
+    earlier merged report)."""
     import shutil
 
-    reports = [json.loads((Path(d) / "results.json").read_text()) for d in directories]
+    directories, reports = zip(*(_load_run(entry) for entry in entries))
     first = reports[0]
     for directory, report in zip(directories[1:], reports[1:]):
         for key in ("cem", "mpc", "data"):
@@ -45,13 +68,16 @@ def merge(directories: list[str], out: Path = RESULTS) -> dict:
                if any(name in other["summary"] for other in reports[i + 1:])]
     if overlap:
         raise SystemExit(f"planners {sorted(set(overlap))} appear in more than one run")
-    merged = {**first, "command": [r["command"] for r in reports], "runs": [str(d) for d in directories],
+    commands = [c for r in reports for c in (r["command"] if isinstance(r["command"], list) else [r["command"]])]
+    merged = {**first, "command": commands, "runs": list(entries), "merged_into": str(out),
               "summary": {k: v for r in reports for k, v in r["summary"].items()},
               "episodes": [row for r in reports for row in r["episodes"]]}
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(merged, indent=2) + "\n")
-    for directory in directories:
+    for directory, report in zip(directories, reports):
         for gif in sorted((Path(directory) / "gifs").glob("*.gif")):
+            if gif.name.rsplit("_", 1)[0] not in report["summary"] or gif.parent.resolve() == (out / "gifs").resolve():
+                continue
             (out / "gifs").mkdir(exist_ok=True)
             shutil.copy(gif, out / "gifs" / gif.name)
     from benchmarks.charts import success_bars
@@ -67,9 +93,15 @@ def main(argv=None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--merge"]:
+        out = RESULTS
+        if "--out" in argv:
+            at = argv.index("--out")
+            if at + 1 >= len(argv):
+                raise SystemExit("--out needs a directory")
+            out, argv = Path(argv[at + 1]), argv[:at] + argv[at + 2:]
         if len(argv) < 3:
             raise SystemExit("--merge needs at least two run directories")
-        merged = merge(argv[1:])
+        merged = merge(argv[1:], out)
         print(json.dumps(merged["summary"], indent=2))
         return 0
     if "--out" not in argv:

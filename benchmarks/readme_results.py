@@ -603,8 +603,9 @@ PLANNERS = {"base": "CEM, MLE base world model", "rlvr": "CEM, RLVR world model"
 def _commands(d: dict, module: str) -> str:
     """A results file's command in backticks; runs joined by `module --merge` name each run's command."""
     if isinstance(d["command"], list):
+        into = f" --out {d['merged_into']}" if d.get("merged_into") else ""
         return (", ".join(f"`{c}`" for c in d["command"]) + f", joined by `python -m {module} "
-                f"--merge {' '.join(d.get('runs', []))}`")
+                f"--merge {' '.join(d.get('runs', []))}{into}`")
     return f"`{d['command']}`"
 
 

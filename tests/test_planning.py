@@ -187,6 +187,18 @@ def test_separate_planner_runs_merge_into_one_report(tmp_path):
     assert (tmp_path / "merged" / "gifs" / "true_sim_000.gif").is_file()
     with pytest.raises(SystemExit, match="more than one run"):
         merge([str(tmp_path / "random"), str(tmp_path / "random")], tmp_path / "again")
+    # planners picked from an earlier merged report, written where --out says
+    from benchmarks.pusht_planning import main as merge_main
+
+    assert main(["plan", "--planners", "random", *budget, "--out", str(tmp_path / "random2")]) == 0
+    assert merge_main(["--merge", f"{tmp_path / 'merged'}:true_sim", str(tmp_path / "random2"),
+                       "--out", str(tmp_path / "picked")]) == 0
+    picked = json.loads((tmp_path / "picked" / "results.json").read_text())
+    assert set(picked["summary"]) == {"true_sim", "random"} and len(picked["episodes"]) == 4
+    assert picked["summary"]["true_sim"] == merged["summary"]["true_sim"]
+    assert sorted(p.name for p in (tmp_path / "picked" / "gifs").iterdir()) == ["random_000.gif", "true_sim_000.gif"]
+    with pytest.raises(SystemExit, match="no planner"):
+        merge([f"{tmp_path / 'merged'}:base", str(tmp_path / "random2")], tmp_path / "again")
     budget[budget.index("--samples") + 1] = "8"
     assert main(["plan", "--planners", "true_sim", *budget, "--out", str(tmp_path / "other")]) == 0
     with pytest.raises(SystemExit, match="another cem"):
