@@ -609,7 +609,7 @@ def _commands(d: dict, module: str) -> str:
     return f"`{d['command']}`"
 
 
-def _planning(files: list[dict]) -> str:
+def _planning(files: list[dict], heading: str = "PushT CEM planning") -> str:
     d = files[0]
     cem, mpc = d.get("cem", {}), d.get("mpc", {})
     budget = (f"horizon {cem['horizon']}, {cem['samples']} samples, top {cem['top_k']}, {cem['iterations']} "
@@ -617,7 +617,7 @@ def _planning(files: list[dict]) -> str:
     if mpc.get("rounds"):
         budget += f", {mpc['rounds']} plans per episode"
     command = _commands(d, "benchmarks.pusht_planning")
-    text = (f"**PushT CEM planning** ({command}; {_shown(d['_file'])}; {d.get('machine', '')}): {budget}; "
+    text = (f"**{heading}** ({command}; {_shown(d['_file'])}; {d.get('machine', '')}): {budget}; "
             f"success: {d.get('success', 'see the results file')}.\n\n")
     rows = []
     for name, s in d["summary"].items():
@@ -694,7 +694,7 @@ def _success_judge(files: list[dict]) -> str:
     return text
 
 
-def _fidelity(files: list[dict]) -> str:
+def _fidelity(files: list[dict], heading: str = "Does the learned simulator follow its actions?") -> str:
     d = files[0]
     rows = [[name, kind, f"{r['agent_error_px_median']:.1f}", f"{r['block_error_px_median']:.1f} / "
              f"{r['block_error_px_mean']:.1f}", f"{r['found']:.2f}", f"{r['real_agent_motion_px_median']:.1f}"]
@@ -711,7 +711,7 @@ def _fidelity(files: list[dict]) -> str:
                      f"and both the agent and the block can be read from {_rate(min(found))}-{_rate(max(found))} "
                      f"of its frames")
     verdict = (" Read against the no-motion row: " + "; ".join(notes) + ".") if notes else ""
-    return (f"**Does the learned simulator follow its actions?** (`{d['command']}`, {_shown(d['_file'])}; "
+    return (f"**{heading}** (`{d['command']}`, {_shown(d['_file'])}; "
             f"{d['machine']}, {d['time']}): one chunk from {d['starts']} held-out states, the learned simulator "
             f"against the real one after the same chunk (median errors in arena pixels of 512, over the frames where "
             f"the position could be read by the judge's readers; \"copy\" predicts no motion).{verdict}\n\n"
@@ -944,6 +944,14 @@ SECTIONS: tuple[Section, ...] = (
             _planning),
     Section("Does the learned simulator follow its actions?", ("learned_sim_fidelity.json",),
             "python -m benchmarks.learned_sim_fidelity", _fidelity),
+    Section("Longer MLE and the pose reward: action following", ("learned_sim_fidelity_pose_reward.json",),
+            "python -m benchmarks.learned_sim_fidelity --models NAME=DIR ... --out "
+            "benchmarks/results/learned_sim_fidelity_pose_reward",
+            partial(_fidelity, heading="Action following after longer MLE and GRPO on the pose reward")),
+    Section("PushT CEM planning with the longer-trained models", ("pusht_planning_longer/results.json",),
+            "python -m benchmarks.pusht_planning --merge runs/plan/long2 runs/plan/long2_rlvr "
+            "benchmarks/results/pusht_planning:true_sim,random --out benchmarks/results/pusht_planning_longer",
+            partial(_planning, heading="PushT CEM planning with the longer-trained world models")),
     Section("Language world models on MiniWeb", ("web_world_models.json",),
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniWeb-v0 --models sft=DIR rlvr=DIR "
             "--out benchmarks/results/web_world_models.json", _language_world_models),
