@@ -44,9 +44,17 @@ def _load_run(entry: str) -> tuple[str, dict]:
         missing = sorted(set(keep) - set(report["summary"]))
         if missing:
             raise SystemExit(f"{directory} has no planner {missing} (it has {sorted(report['summary'])})")
+        commands = report["command"] if isinstance(report["command"], list) else [report["command"]]
         report = {**report, "summary": {n: report["summary"][n] for n in keep},
-                  "episodes": [row for n in keep for row in _planner_rows(report, n)]}
+                  "episodes": [row for n in keep for row in _planner_rows(report, n)],
+                  "command": [c for c in commands if set(_planners_of(c)) & set(keep)]}
     return directory, report
+
+
+def _planners_of(command: str) -> list[str]:
+    """The planners a `rlvr-world plan` command line ran (its --planners value)."""
+    words = command.split()
+    return words[words.index("--planners") + 1].split(",") if "--planners" in words[:-1] else []
 
 
 def merge(entries: list[str], out: Path = RESULTS) -> dict:

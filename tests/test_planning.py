@@ -196,6 +196,7 @@ def test_separate_planner_runs_merge_into_one_report(tmp_path):
     picked = json.loads((tmp_path / "picked" / "results.json").read_text())
     assert set(picked["summary"]) == {"true_sim", "random"} and len(picked["episodes"]) == 4
     assert picked["summary"]["true_sim"] == merged["summary"]["true_sim"]
+    assert [c.split("--planners ")[1].split()[0] for c in picked["command"]] == ["true_sim", "random"]
     assert sorted(p.name for p in (tmp_path / "picked" / "gifs").iterdir()) == ["random_000.gif", "true_sim_000.gif"]
     with pytest.raises(SystemExit, match="no planner"):
         merge([f"{tmp_path / 'merged'}:base", str(tmp_path / "random2")], tmp_path / "again")
