@@ -156,13 +156,11 @@ def _policy_weights(text: str) -> dict[str, float]:
     """`expert=0.6,random=0.2` -> {"expert": 0.6, "random": 0.2} (checked by the config)."""
     weights = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
-        name, sep, value = item.partition("=")
+        name, _, value = item.partition("=")
         try:
             weights[name.strip()] = float(value)
-        except ValueError:
+        except ValueError:  # no "=" leaves value empty, which float() refuses too
             raise argparse.ArgumentTypeError(f"expected NAME=WEIGHT, got {item!r}") from None
-        if not sep:
-            raise argparse.ArgumentTypeError(f"expected NAME=WEIGHT, got {item!r}")
     return weights
 
 
