@@ -16,7 +16,7 @@ data or episodes differ) into benchmarks/results/pusht_planning/ (or `--out DIR`
 of the success rates and their intervals; `DIR:name,name` takes only those planners of a run:
 
     python -m benchmarks.pusht_planning --merge runs/plan/base runs/plan/rlvr runs/plan/baselines
-    python -m benchmarks.pusht_planning --merge runs/plan/long2 runs/plan/long2_rlvr \
+    python -m benchmarks.pusht_planning --merge runs/plan/long2 runs/plan/long2_rlvr_beta04 \
         benchmarks/results/pusht_planning:true_sim,random --out benchmarks/results/pusht_planning_longer
 """
 

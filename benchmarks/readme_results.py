@@ -949,7 +949,7 @@ SECTIONS: tuple[Section, ...] = (
             "benchmarks/results/learned_sim_fidelity_pose_reward",
             partial(_fidelity, heading="Action following after longer MLE and GRPO on the pose reward")),
     Section("PushT CEM planning with the longer-trained models", ("pusht_planning_longer/results.json",),
-            "python -m benchmarks.pusht_planning --merge runs/plan/long2 runs/plan/long2_rlvr "
+            "python -m benchmarks.pusht_planning --merge runs/plan/long2 runs/plan/long2_rlvr_beta04 "
             "benchmarks/results/pusht_planning:true_sim,random --out benchmarks/results/pusht_planning_longer",
             partial(_planning, heading="PushT CEM planning with the longer-trained world models")),
     Section("Language world models on MiniWeb", ("web_world_models.json",),
