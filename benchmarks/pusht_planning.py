@@ -44,11 +44,16 @@ def _load_run(entry: str) -> tuple[str, dict]:
         missing = sorted(set(keep) - set(report["summary"]))
         if missing:
             raise SystemExit(f"{directory} has no planner {missing} (it has {sorted(report['summary'])})")
-        commands = report["command"] if isinstance(report["command"], list) else [report["command"]]
+        commands = _commands_of(report)
         report = {**report, "summary": {n: report["summary"][n] for n in keep},
                   "episodes": [row for n in keep for row in _planner_rows(report, n)],
                   "command": [c for c in commands if set(_planners_of(c)) & set(keep)]}
     return directory, report
+
+
+def _commands_of(report: dict) -> list[str]:
+    """A report's command lines: one for a single run, a list for a merged report."""
+    return report["command"] if isinstance(report["command"], list) else [report["command"]]
 
 
 def _planners_of(command: str) -> list[str]:
@@ -76,7 +81,7 @@ def merge(entries: list[str], out: Path = RESULTS) -> dict:
                if any(name in other["summary"] for other in reports[i + 1:])]
     if overlap:
         raise SystemExit(f"planners {sorted(set(overlap))} appear in more than one run")
-    commands = [c for r in reports for c in (r["command"] if isinstance(r["command"], list) else [r["command"]])]
+    commands = [c for r in reports for c in _commands_of(r)]
     merged = {**first, "command": commands, "runs": list(entries), "merged_into": str(out),
               "summary": {k: v for r in reports for k, v in r["summary"].items()},
               "episodes": [row for r in reports for row in r["episodes"]]}
