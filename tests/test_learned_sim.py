@@ -76,6 +76,19 @@ def test_rollout_is_batched_deterministic_and_matches_single_rollouts(sim, start
     assert held.shape == (5, 2, 64, 64, 3)
 
 
+def test_rollout_from_one_start_per_sequence_matches_separate_rollouts(sim, start):
+    first, _ = sim.reset(seed=0, options={"physics": start})
+    context_a = sim.context.copy()
+    sim.reset(seed=1)
+    context_b = sim.context.copy()
+    actions = np.random.default_rng(2).uniform(0, 512, size=(2, 2, 5, 2))
+    both = sim.rollout(actions, start=[context_a, context_b])
+    assert np.array_equal(both[0], sim.rollout(actions[:1], start=context_a)[0])
+    assert np.array_equal(both[1], sim.rollout(actions[1:], start=context_b)[0])
+    with pytest.raises(ValueError, match="one per sequence"):
+        sim.rollout(actions, start=[context_a])
+
+
 def test_rollout_matches_stepping(sim, start):
     sim.reset(seed=0, options={"physics": start})
     context = sim.context.copy()

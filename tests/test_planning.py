@@ -67,6 +67,32 @@ def test_embeddings():
         embedding("tokenizer")
 
 
+def test_pose_embedding_reads_the_real_state_and_prices_a_lost_object_above_any_placement(task, real):
+    from rlvr_envs.planning import embedding
+    from rlvr_envs.planning.cem import POSE_ANGLE_SCALE, POSE_MISSING
+    from rlvr_envs.simulators.real import gym_state
+
+    start, _ = real.reset(options={"physics": task.start})
+    goal = real.render_physics(task.goal)
+    features = embedding("pose")(np.stack([start, goal]))
+    for row, physics in zip(features, (task.start, task.goal)):
+        state = gym_state(physics)
+        assert np.abs(row[:4] - state[:4]).max() < 6.0  # px, from 64x64 frames
+        angle = np.arctan2(row[5], row[4])
+        assert abs((angle - state[4] + np.pi) % (2 * np.pi) - np.pi) < 0.1
+        assert np.hypot(row[4], row[5]) == pytest.approx(POSE_ANGLE_SCALE)
+    # a frame without the block (white where it was) costs more than the farthest placement
+    no_block = start.copy()
+    block_pixels = (np.ptp(start.astype(int), axis=2) < 50) & (start.sum(axis=2) < 600) & (start.sum(axis=2) > 300)
+    no_block[block_pixels] = 255
+    lost = embedding("pose")(no_block[None])[0]
+    assert (lost[2:] == POSE_MISSING).all() and np.allclose(lost[:2], features[0, :2])
+    farthest = features[1].copy()
+    farthest[2:4] = np.where(farthest[2:4] < 256, 512.0, 0.0)
+    farthest[4:6] = -farthest[4:6]
+    assert ((lost - features[1]) ** 2).mean() > ((farthest - features[1]) ** 2).mean()
+
+
 def test_true_simulator_cem_and_random_share_the_loop_and_are_seeded(task, real):
     from rlvr_envs.planning import CEMConfig, CEMPlanner, MPCConfig, RandomPlanner, run_episode
     from rlvr_envs.simulators import PushTChunkEnv

@@ -158,6 +158,20 @@ def build_training(args, held_out):
     return build_task(registered.task, **kwargs)
 
 
+def build_rollout_training(args, held_out):
+    """The training task of `--video-prompts`: the file's windows (the model's own rollouts and
+    the real next frames), scored like the held-out task; a file made with another tokenizer
+    or for another layout fails here."""
+    from trainers.rollout_prompts import load_rollout_prompts
+
+    loaded = load_rollout_prompts(args.video_prompts)
+    made_with = Path(loaded["meta"].get("tokenizer", "")).resolve()
+    if made_with != Path(held_out.tokenizer_dir).resolve():
+        raise ValueError(f"{args.video_prompts} was made with the tokenizer at {made_with}, but {args.env_id} uses "
+                         f"{held_out.tokenizer_dir}")
+    return held_out.with_windows(loaded["prompts"], loaded["truth"], loaded["uids"])
+
+
 def load_start_model(args, task):
     """The model GRPO starts from (and, frozen, its KL reference): `--model`, else the
     env's `model=`, else (PushT) the shipped MLE model of the layout."""
@@ -242,7 +256,7 @@ def train(args) -> dict:
     reference = load_start_model(args, held_out)  # a vocabulary mismatch fails here, before the long part
     reference.requires_grad_(False)
     started_from = start_model_dir(args, held_out)
-    train_task = build_training(args, held_out)
+    train_task = build_rollout_training(args, held_out) if args.video_prompts else build_training(args, held_out)
     layout, frame_codes = train_task.layout, train_task.vocab.frame_codes
     eval_indices = held_out_indices(len(held_out), args.eval_windows)
     group, per_step = args.group_size, args.prompts_per_step

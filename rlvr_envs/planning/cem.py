@@ -14,7 +14,7 @@ position, std `init_std` px), sample, score every candidate in one batched `roll
 the simulator, refit to the top candidates, repeat; the plan is the final mean.
 The cost of a candidate is the distance between the embedding of its predicted final frame
 and that of the goal image (`embedding`: "pixels", "tokenizer" (the frame tokenizer's
-encoder latent), or any callable frames -> features, e.g. a pretrained image encoder;
+encoder latent), "pose" (the agent and block as the PushT frame judge reads them), or any callable frames -> features, e.g. a pretrained image encoder;
 LPIPS features where their weights exist can be passed as such a callable).
 
 Planners share one protocol (`Planner.plan(observation) -> [H, 5, 2]`) and one MPC loop
@@ -97,7 +97,8 @@ def embedding(kind: str | Callable[[np.ndarray], Any] = "pixels", tokenizer=None
     """frames uint8 [N, H, W, 3] -> float features [N, D].
 
     "pixels": the frame in [0, 1]; "tokenizer": the frame tokenizer's encoder latent (before
-    quantisation; pass `tokenizer=`); a callable is used as it is (its output flattened)."""
+    quantisation; pass `tokenizer=`); "pose": where the PushT frame judge reads the agent and
+    the block (`pose_features`); a callable is used as it is (its output flattened)."""
     if callable(kind):
         def user(frames: np.ndarray) -> np.ndarray:
             out = kind(frames)
@@ -106,6 +107,8 @@ def embedding(kind: str | Callable[[np.ndarray], Any] = "pixels", tokenizer=None
         return user
     if kind == "pixels":
         return lambda frames: np.asarray(frames, dtype=np.float64).reshape(len(frames), -1) / 255.0
+    if kind == "pose":
+        return pose_features
     if kind == "tokenizer":
         if tokenizer is None:
             raise ValueError("the 'tokenizer' embedding needs tokenizer= a FrameTokenizer")
@@ -116,7 +119,36 @@ def embedding(kind: str | Callable[[np.ndarray], Any] = "pixels", tokenizer=None
                 z = tokenizer.latent(tokenizer.to_input(frames))
             return z.flatten(1).double().cpu().numpy()
         return latent
-    raise ValueError(f"embedding must be 'pixels', 'tokenizer' or a callable; got {kind!r}")
+    raise ValueError(f"embedding must be 'pixels', 'tokenizer', 'pose' or a callable; got {kind!r}")
+
+
+#: px of position per radian of block angle in `pose_features`: DINO-WM's success tolerances
+#: (20 px of agent-and-block position, pi/9 of angle) weigh the same
+POSE_ANGLE_SCALE = 20.0 / (math.pi / 9)
+#: where `pose_features` puts an object the frame does not show: farther than any placement
+POSE_MISSING = -4.0 * ARENA_SIZE
+
+
+def pose_features(frames: np.ndarray) -> np.ndarray:
+    """frames uint8 [N, H, W, 3] -> [N, 6]: agent (x, y), block (x, y) in arena pixels and the
+    block angle as (cos, sin) times `POSE_ANGLE_SCALE`, read by the PushT frame judge.
+
+    Squared distances of these features approximate DINO-WM's success terms, which a pixel
+    distance does not (two frames whose block images do not overlap are all equally far).
+    An object the frame does not show sits at `POSE_MISSING`, so a candidate whose predicted
+    frame lost the agent or the block costs more than any in which it is drawn anywhere."""
+    from rlvr_envs.policy_eval.pusht_judge import read_objects
+
+    features = np.full((len(frames), 6), POSE_MISSING)
+    for i, frame in enumerate(np.asarray(frames)):
+        reading = read_objects(frame)
+        if reading.agent is not None:
+            features[i, 0:2] = reading.agent
+        if reading.block is not None:
+            angle = reading.block[2]
+            features[i, 2:6] = (*reading.block[:2], POSE_ANGLE_SCALE * math.cos(angle),
+                                POSE_ANGLE_SCALE * math.sin(angle))
+    return features
 
 
 def cem_optimize(cost: Callable[[np.ndarray], np.ndarray], config: CEMConfig, mean: np.ndarray,

@@ -40,7 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init-std", type=float, default=60.0)
     parser.add_argument("--rounds", type=int, default=2, help="plans per episode (MPC)")
     parser.add_argument("--execute", type=int, default=None, help="chunks executed per plan (default: all)")
-    parser.add_argument("--objective", default="pixels", choices=("pixels", "tokenizer"))
+    parser.add_argument("--objective", default="pixels", choices=("pixels", "tokenizer", "pose"),
+                        help="distance of the predicted final frame to the goal image: pixels, the tokenizer's "
+                             "latent, or the agent and block poses the PushT frame judge reads")
     parser.add_argument("--batch-size", type=int, default=300, help="world-model generation batch")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch threads")

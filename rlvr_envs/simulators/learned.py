@@ -330,9 +330,10 @@ class LearnedPushTSim(gym.Env):
 
         `action_sequences`: [N, H, 5, 2] (or [N, H, 2], each target held for its chunk), clipped
         to the arena (non-finite values are rejected). `start`: a `SimContext` (default: the env's
-        current one, untouched). `frames`: "all" -> uint8 [N, H, h, w, 3], "last" -> [N, h, w, 3]
-        (decodes only the last frame: what a planner's objective needs). With `return_codes`,
-        also the codes [N, H, F]. Deterministic for temperature 0, else seeded by `seed`.
+        current one, untouched), or a list of N of them, one per sequence (many starts in one
+        batch). `frames`: "all" -> uint8 [N, H, h, w, 3], "last" -> [N, h, w, 3] (decodes only
+        the last frame: what a planner's objective needs). With `return_codes`, also the codes
+        [N, H, F]. Deterministic for temperature 0, else seeded by `seed`.
         """
         start = start or self.context
         if start is None:
@@ -342,8 +343,14 @@ class LearnedPushTSim(gym.Env):
         chunks = as_chunk_batch(action_sequences, self.frame_skip)
         n, horizon = chunks.shape[:2]
         tokens = self.vocab.action_tokens(self.bins.encode(chunks.reshape(n, horizon, -1)))  # [N, H, A]
-        codes = np.repeat(start.codes[None], n, axis=0)
-        action_tokens = np.repeat(start.action_tokens[None], n, axis=0)
+        if isinstance(start, SimContext):
+            codes = np.repeat(start.codes[None], n, axis=0)
+            action_tokens = np.repeat(start.action_tokens[None], n, axis=0)
+        else:
+            if len(start) != n:
+                raise ValueError(f"{len(start)} starts for {n} action sequences: pass one start, or one per sequence")
+            codes = np.stack([s.codes for s in start])
+            action_tokens = np.stack([s.action_tokens for s in start])
         predicted = []
         for t in range(horizon):
             step_seed = None if seed is None else seed + 100_003 * t

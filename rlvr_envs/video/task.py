@@ -373,6 +373,44 @@ class VideoPredictionTask(Task):
         self._ceiling: dict[int, float] = {}
         self._truth_objects: dict[int, list] = {}  #: reward='pose': the judge's readings of the real frames
 
+    def with_windows(self, prompts: np.ndarray, truth: np.ndarray, uids: Sequence[str]) -> "VideoPredictionTask":
+        """A copy of this (single-step) task whose transitions are the given windows, scored by
+        the same tokenizer, layout and reward: `prompts` int [N, prompt_len] in this layout,
+        `truth` uint8 [N, H, W, 3] the real next frames at this task's resolution. Used for
+        prompts the data cannot hold, e.g. histories of a world model's own predictions with
+        actions no recorded episode took (`trainers.rollout_prompts`)."""
+        import copy
+
+        if self.config.layout != "single" or self.compressed:
+            raise ValueError("with_windows takes single-step windows over a frame tokenizer")
+        prompts, truth = np.asarray(prompts, dtype=np.int64), np.asarray(truth)
+        if prompts.ndim != 2 or prompts.shape[1] != self.layout.prompt_len:
+            raise ValueError(f"prompts must be [N, {self.layout.prompt_len}] for this layout; got {prompts.shape}")
+        if truth.dtype != np.uint8 or truth.shape != (len(prompts), *self.resolution, 3):
+            raise ValueError(f"truth must be uint8 [{len(prompts)}, {self.resolution[0]}, {self.resolution[1]}, 3]; "
+                             f"got {truth.dtype} {truth.shape}")
+        if len(uids) != len(prompts):
+            raise ValueError(f"{len(uids)} uids for {len(prompts)} prompts")
+        frame_len, action_dims = self.layout.tokens_per_frame, self.bins.dim
+        begin = (self.config.history_frames - 1) * (frame_len + action_dims)
+        last_frame = slice(begin, begin + frame_len)
+        if len(prompts) and ((prompts[:, -1] != self.vocab.bos).any() or
+                             (prompts[:, last_frame] >= self.vocab.frame_codes).any() or prompts.min() < 0):
+            raise ValueError("prompts are not in this task's single-step layout (frames, actions, then bos)")
+        codes = self.tokenizer.encode(truth)  # the gold the ceiling is scored with
+        task = copy.copy(self)
+        task._prompts = list(prompts)
+        task._targets = [task.layout.response(c[None], None) for c in codes]
+        task._given = [None] * len(prompts)
+        task._truth = list(truth[:, None])
+        task._context = [None] * len(prompts)
+        task._transitions = [Transition(uid=str(uid), state=None, action=None, next_state=frame[None], target=c[None],
+                                        split="train", changed=None,
+                                        meta={"last_history_codes": prompt[last_frame]})
+                             for uid, frame, c, prompt in zip(uids, truth, codes, prompts)]
+        task._ceiling, task._truth_objects = {}, {}
+        return task
+
     def _encode_windows(self, windows: FrameWindowDataset, limit: int,
                         chunk: int = 256) -> tuple[np.ndarray, np.ndarray]:
         """Compressed tokenizer: (context codes [N, C], codes of the history + future frames
