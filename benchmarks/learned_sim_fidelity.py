@@ -7,7 +7,10 @@ do. This measures that directly: from `--starts` held-out states (3 real history
 their chunks), one chunk of 5 targets is simulated by the learned simulator and by the real
 one (exact state restore), for three kinds of chunk: the recorded one, one whose targets
 are shifted by a random 60 px offset (what CEM samples around the agent), and uniform
-random targets in the arena (a random policy). Positions are read from the predicted frame
+random targets in the arena (a random policy). With `--horizon H` (> 1) a fourth kind
+rolls out H chunks of targets like those CEM scores (a path away from the agent plus noise,
+`trainers.rollout_prompts.draw_targets`) and compares the last frame: the model then
+conditions on its own predictions, as in planning. Positions are read from the predicted frame
 with the frame judge's readers (agent disc centroid, block pose fit) and compared with the
 real state after the chunk; "copy" is the error of predicting no motion at all (the start
 state), the bar a simulator that follows actions must beat. Writes
@@ -42,10 +45,16 @@ def main(argv=None) -> int:
     parser.add_argument("--models", default="base,rlvr",
                         help=f"comma-separated: {','.join(MODELS)}, or NAME=DIR for a model saved elsewhere")
     parser.add_argument("--heldout-episodes", type=int, default=12)
+    parser.add_argument("--horizon", type=int, default=1,
+                        help="also roll out this many CEM-like chunks and compare the last frame (1: off)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
+    if args.horizon < 1:
+        parser.error("--horizon must be >= 1")
+    rollout_kind = f"cem-like x{args.horizon}"
+    kinds = KINDS + ((rollout_kind,) if args.horizon > 1 else ())
 
     import torch
     from tqdm.auto import tqdm
@@ -54,6 +63,7 @@ def main(argv=None) -> int:
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir, skip_frames
+    from trainers.rollout_prompts import draw_targets
 
     torch.set_num_threads(args.threads)
     models = {}
@@ -65,6 +75,7 @@ def main(argv=None) -> int:
             parser.error(f"{entry}: {path} is not a directory")
         models[name] = path or MODELS[name]
     rng = np.random.default_rng(args.seed)
+    rollout_rng = np.random.default_rng([args.seed, 1])  # its own stream: the one-chunk draws stay as without it
     episodes = list(PushTEpisodeDataset(embedded_heldout_dir(args.heldout_episodes, 64)))
     starts = []  # (history frames [3], history chunks [2, 5, 2], physics at the last frame, chunks by kind)
     while len(starts) < args.starts:
@@ -74,20 +85,26 @@ def main(argv=None) -> int:
         if len(chunks) < 3:
             continue
         k = int(rng.integers(2, len(chunks)))  # predict frame k+1 from frames k-2..k
-        starts.append((frames[k - 2:k + 1], chunks[k - 2:k], np.asarray(episode.physics)[5 * k],
-                       chunks_for(chunks[k], rng)))
+        physics = np.asarray(episode.physics)[5 * k]
+        by_kind = chunks_for(chunks[k], rng)
+        if args.horizon > 1:
+            by_kind[rollout_kind] = draw_targets(physics[0:2], args.horizon, 60.0, rollout_rng)
+        starts.append((frames[k - 2:k + 1], chunks[k - 2:k], physics, by_kind))
 
     real = PushTChunkEnv(resolution=64)
-    truth = {kind: [] for kind in KINDS}
+    truth = {kind: [] for kind in kinds}
     for _, _, physics, chunks in starts:
         for kind in KINDS:
             real.reset(options={"physics": physics})
             _, _, _, _, info = real.step(chunks[kind])
             truth[kind].append(info["physics"])
+        if args.horizon > 1:
+            truth[rollout_kind].append(real.rollout(chunks[rollout_kind][None], start=physics, frames="last",
+                                                    return_physics=True)[1][0])
 
     def errors(frames_by_kind: dict[str, list[np.ndarray]] | None) -> dict[str, dict[str, float]]:
         rows = {}
-        for kind in KINDS:
+        for kind in kinds:
             agent, block, found = [], [], []
             for s, (_, _, physics, _) in enumerate(starts):
                 after = truth[kind][s]
@@ -112,12 +129,14 @@ def main(argv=None) -> int:
               "starts": len(starts), "results": {"copy (no motion)": errors(None)}}
     for name, path in models.items():
         sim = LearnedPushTSim(path, None, reward="none")
-        predicted = {kind: [] for kind in KINDS}
+        predicted = {kind: [] for kind in kinds}
         for history, history_chunks, physics, chunks in tqdm(starts, desc=f"learned sim {name}"):
             context = sim.context_from(history, history_chunks, physics[0:2])
             frames = sim.rollout(np.stack([chunks[kind] for kind in KINDS])[:, None], start=context)[:, 0]
             for kind, frame in zip(KINDS, frames):
                 predicted[kind].append(frame)
+            if args.horizon > 1:
+                predicted[rollout_kind].append(sim.rollout(chunks[rollout_kind][None], start=context, frames="last")[0])
         report["results"][f"learned sim ({name})"] = errors(predicted)
         sim.close()
     real.close()
@@ -125,7 +144,8 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
-    lines = ["# Does the learned PushT simulator follow its actions? (one chunk, 64x64)", "",
+    chunks_seen = "one chunk" + (f"; {args.horizon} CEM-like chunks, last frame" if args.horizon > 1 else "")
+    lines = [f"# Does the learned PushT simulator follow its actions? ({chunks_seen}, 64x64)", "",
              f"`{report['command']}` on {report['machine']}, {report['time']}; {len(starts)} held-out starts; "
              "median errors in arena pixels (512 x 512) against the real simulator after the same chunk", "",
              "| simulator | chunk | agent error | block error (median / mean) | positions read | real agent motion |",

@@ -10,10 +10,9 @@ targets around the agent, and from the second chunk on the model conditions on i
 predicted frames. Recorded windows show neither, so a model trained on them alone learns to
 lean on the history's motion and drifts once the history is its own. This file holds
 prompts that show both: from `starts` states of training episodes (3 real frames and their
-recorded chunks), `horizon` chunks of targets drawn as CEM's sampling draws them (the
-agent's position plus N(0, std) per target, std uniform in [std/4, std]: early and late
-CEM iterations) are rolled out greedily by the model and by the real simulator (exact
-state restore). Prompt d (d = 0 .. horizon-1) is the model's context after d of its own
+recorded chunks), `horizon` chunks of targets like those CEM scores (`draw_targets`: a
+path away from the agent plus per-target noise) are rolled out greedily by the model and
+by the real simulator (exact state restore). Prompt d (d = 0 .. horizon-1) is the model's context after d of its own
 predictions (the real frames, then its own) and chunk d; its truth is the real frame after
 chunk d. GRPO on these prompts rewards predicting what really happens from where the model's
 own rollout has got to: RLVR with the real simulator as verifier.
@@ -44,7 +43,7 @@ class Args:
     data: str = "data/pusht64"  #: PushT episodes (`rlvr-world data pusht`); the training split is used
     starts: int = 256  #: start states; each gives `horizon` prompts
     horizon: int = 5  #: chunks rolled out per start (the planner's horizon)
-    std: float = 60.0  #: px, the largest std of the targets around the agent (CEM's init_std)
+    std: float = 60.0  #: px, CEM's init_std: the largest per-target noise (the path's end is N(0, 2 std) away)
     batch_size: int = 128  #: world-model generation batch
     seed: int = 0
     threads: int = 2
@@ -63,11 +62,17 @@ class Args:
 
 def draw_targets(agent: np.ndarray, horizon: int, std: float, rng: np.random.Generator,
                  frame_skip: int = 5) -> np.ndarray:
-    """[horizon, frame_skip, 2] targets around the agent as CEM draws them, clipped to the arena."""
+    """[horizon, frame_skip, 2] targets like those CEM scores, clipped to the arena: a path from
+    the agent toward a point N(0, 2 std) away (where an elite mean goes), plus N(0, s) noise per
+    target with s uniform in [std/4, std] (CEM's samples around it, early and late iterations).
+    Noise alone barely moves the agent (its pulls cancel), so the path is what makes pushes."""
     from rlvr_envs.video.pusht.physics import ARENA_SIZE
 
-    scale = rng.uniform(std / 4, std)
-    return np.clip(agent + scale * rng.standard_normal((horizon, frame_skip, 2)), 0.0, ARENA_SIZE)
+    steps = horizon * frame_skip
+    displacement = rng.normal(0.0, 2.0 * std, size=2)
+    path = agent + np.outer(np.arange(1, steps + 1) / steps, displacement)
+    noise = rng.uniform(std / 4, std) * rng.standard_normal((steps, 2))
+    return np.clip(path + noise, 0.0, ARENA_SIZE).reshape(horizon, frame_skip, 2)
 
 
 def context_prompts(layout, start_codes: np.ndarray, start_actions: np.ndarray, predicted: np.ndarray,
