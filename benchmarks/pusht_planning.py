@@ -68,12 +68,17 @@ def merge(entries: list[str], out: Path = RESULTS) -> dict:
     earlier merged report)."""
     import shutil
 
+    from rlvr_envs.planning.command import run_objective
+
     directories, reports = zip(*(_load_run(entry) for entry in entries))
     first = reports[0]
     for directory, report in zip(directories[1:], reports[1:]):
         for key in ("cem", "mpc", "data"):
             if report[key] != first[key]:
                 raise SystemExit(f"{directory} has another {key} ({report[key]}) than {directories[0]} ({first[key]})")
+        if run_objective(report) != run_objective(first):
+            raise SystemExit(f"{directory} planned with the objective {run_objective(report)!r}, {directories[0]} "
+                             f"with {run_objective(first)!r}")
         sources = {r["index"]: r["source"] for r in report["episodes"]}
         if any(sources.get(r["index"], r["source"]) != r["source"] for r in first["episodes"]):
             raise SystemExit(f"{directory} planned other episodes than {directories[0]}")
@@ -82,7 +87,7 @@ def merge(entries: list[str], out: Path = RESULTS) -> dict:
     if overlap:
         raise SystemExit(f"planners {sorted(set(overlap))} appear in more than one run")
     commands = [c for r in reports for c in _commands_of(r)]
-    merged = {**first, "command": commands, "runs": list(entries), "merged_into": str(out),
+    merged = {**first, "objective": run_objective(first), "command": commands, "runs": list(entries), "merged_into": str(out),
               "summary": {k: v for r in reports for k, v in r["summary"].items()},
               "episodes": [row for r in reports for row in r["episodes"]]}
     out.mkdir(parents=True, exist_ok=True)

@@ -600,6 +600,12 @@ PLANNERS = {"base": "CEM, MLE base world model", "rlvr": "CEM, RLVR world model"
             "true_sim": "CEM, true simulator"}
 
 
+OBJECTIVES = {"pixels": "squared pixel distance of the predicted final frame to the goal image",
+              "tokenizer": "distance of the frame tokenizer's latents of the predicted final frame and the goal image",
+              "pose": "distance of the agent and block poses the frame judge reads in the predicted final frame and "
+                      "the goal image"}
+
+
 def _commands(d: dict, module: str) -> str:
     """A results file's command in backticks; runs joined by `module --merge` name each run's command."""
     if isinstance(d["command"], list):
@@ -617,8 +623,9 @@ def _planning(files: list[dict], heading: str = "PushT CEM planning") -> str:
     if mpc.get("rounds"):
         budget += f", {mpc['rounds']} plans per episode"
     command = _commands(d, "benchmarks.pusht_planning")
-    text = (f"**{heading}** ({command}; {_shown(d['_file'])}; {d.get('machine', '')}): {budget}; "
-            f"success: {d.get('success', 'see the results file')}.\n\n")
+    objective = OBJECTIVES.get(d.get("objective", "pixels"), d.get("objective"))
+    text = (f"**{heading}** ({command}; {_shown(d['_file'])}; {d.get('machine', '')}): {budget}; CEM objective: "
+            f"{objective}; success: {d.get('success', 'see the results file')}.\n\n")
     rows = []
     for name, s in d["summary"].items():
         low, high = s["ci95"]

@@ -192,6 +192,8 @@ def test_plan_command_resume_keeps_finished_episodes(tmp_path):
     with pytest.raises(SystemExit, match="another budget"):
         main(["plan", "--planners", "random", "--episodes", "3", "--resume", *budget[:-2], "--samples", "8",
               "--out", str(out)])
+    with pytest.raises(SystemExit, match="objective 'pixels', not 'pose'"):
+        main(["plan", "--planners", "random", "--episodes", "3", "--resume", "--objective", "pose", *budget])
 
 
 def test_separate_planner_runs_merge_into_one_report(tmp_path):
@@ -230,3 +232,8 @@ def test_separate_planner_runs_merge_into_one_report(tmp_path):
     assert main(["plan", "--planners", "true_sim", *budget, "--out", str(tmp_path / "other")]) == 0
     with pytest.raises(SystemExit, match="another cem"):
         merge([str(tmp_path / "random"), str(tmp_path / "other")], tmp_path / "again")
+    assert main(["plan", "--planners", "true_sim", *budget[:budget.index("--samples") + 1], "4",
+                 *budget[budget.index("--samples") + 2:], "--objective", "pose", "--out", str(tmp_path / "pose")]) == 0
+    assert json.loads((tmp_path / "pose" / "results.json").read_text())["objective"] == "pose"
+    with pytest.raises(SystemExit, match="objective 'pose'"):
+        merge([str(tmp_path / "random"), str(tmp_path / "pose")], tmp_path / "again")

@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             planners[name] = RandomPlanner(config)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    done = _previous_rows(out / "results.json", config, mpc) if args.resume else {}
+    done = _previous_rows(out / "results.json", config, mpc, args.objective) if args.resume else {}
     rows, summary = [], {}
     for name, planner in planners.items():
         results = []
@@ -135,15 +135,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _previous_rows(path: Path, config, mpc) -> dict:
-    """{(planner, episode index): row} of an earlier run in OUT with the same budget; {} if none."""
+def _previous_rows(path: Path, config, mpc, objective: str) -> dict:
+    """{(planner, episode index): row} of an earlier run in OUT with the same budget and
+    objective; {} if none."""
     if not path.exists():
         return {}
     previous = json.loads(path.read_text())
     if previous.get("cem") != vars(config) or previous.get("mpc") != vars(mpc):
         raise SystemExit(f"--resume: {path} was made with another budget ({previous.get('cem')}, "
                          f"{previous.get('mpc')}); use a new --out")
+    if run_objective(previous) != objective:
+        raise SystemExit(f"--resume: {path} was made with the objective {run_objective(previous)!r}, not "
+                         f"{objective!r}; use a new --out")
     return {(row["planner"], row["index"]): row for row in previous.get("episodes", [])}
+
+
+def run_objective(report: dict) -> str:
+    """The CEM objective a results.json was planned with (runs before it was recorded: pixels)."""
+    return report.get("objective", "pixels")
 
 
 def _report(args, config, mpc, data, summary, rows) -> dict:
@@ -152,6 +161,7 @@ def _report(args, config, mpc, data, summary, rows) -> dict:
     return {"command": recorded_command("rlvr-world plan", args),
             "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "time": time.strftime("%Y-%m-%d %H:%M"),
             "cem": vars(config) if hasattr(config, "__dict__") else str(config), "mpc": vars(mpc), "data": str(data),
+            "objective": args.objective,
             "success": "DINO-WM eval_state on the real env: agent+block position error < 20 px, angle < pi/9",
             "summary": summary, "episodes": rows}
 
