@@ -623,7 +623,9 @@ def _planning(files: list[dict], heading: str = "PushT CEM planning") -> str:
     if mpc.get("rounds"):
         budget += f", {mpc['rounds']} plans per episode"
     command = _commands(d, "benchmarks.pusht_planning")
-    objective = OBJECTIVES.get(d.get("objective", "pixels"), d.get("objective"))
+    from rlvr_envs.planning.command import run_objective
+
+    objective = OBJECTIVES.get(run_objective(d), run_objective(d))
     text = (f"**{heading}** ({command}; {_shown(d['_file'])}; {d.get('machine', '')}): {budget}; CEM objective: "
             f"{objective}; success: {d.get('success', 'see the results file')}.\n\n")
     rows = []

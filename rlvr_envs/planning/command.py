@@ -151,8 +151,12 @@ def _previous_rows(path: Path, config, mpc, objective: str) -> dict:
 
 
 def run_objective(report: dict) -> str:
-    """The CEM objective a results.json was planned with (runs before it was recorded: pixels)."""
-    return report.get("objective", "pixels")
+    """The CEM objective a results.json was planned with: its record, else its command's
+    `--objective` (runs from before it was recorded), else the default, pixels."""
+    if "objective" in report:
+        return report["objective"]
+    words = report.get("command", "").split() if isinstance(report.get("command"), str) else []
+    return words[words.index("--objective") + 1] if "--objective" in words[:-1] else "pixels"
 
 
 def _report(args, config, mpc, data, summary, rows) -> dict:
