@@ -961,6 +961,10 @@ SECTIONS: tuple[Section, ...] = (
             "python -m benchmarks.pusht_planning --merge runs/plan/long2 runs/plan/long2_rlvr_beta04 "
             "benchmarks/results/pusht_planning:true_sim,random --out benchmarks/results/pusht_planning_longer",
             partial(_planning, heading="PushT CEM planning with the longer-trained world models")),
+    Section("PushT CEM planning with the pose objective", ("pusht_planning_pose_objective/results.json",),
+            "python -m benchmarks.pusht_planning --merge runs/plan/pose_long2 runs/plan/pose_long2_rlvr_beta04 "
+            "runs/plan/pose_true_sim runs/plan/pose_random --out benchmarks/results/pusht_planning_pose_objective",
+            partial(_planning, heading="PushT CEM planning with the pose objective")),
     Section("Language world models on MiniWeb", ("web_world_models.json",),
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniWeb-v0 --models sft=DIR rlvr=DIR "
             "--out benchmarks/results/web_world_models.json", _language_world_models),
