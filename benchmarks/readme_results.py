@@ -720,9 +720,13 @@ def _fidelity(files: list[dict], heading: str = "Does the learned simulator foll
                      f"and both the agent and the block can be read from {_rate(min(found))}-{_rate(max(found))} "
                      f"of its frames")
     verdict = (" Read against the no-motion row: " + "; ".join(notes) + ".") if notes else ""
+    rollout = next((kind for kind in copy if kind.startswith("cem-like x")), None)
+    chunks = "one chunk" if rollout is None else (
+        f"one chunk, and (\"{rollout}\") {rollout.removeprefix('cem-like x')} chunks of CEM-like targets (a path away "
+        f"from the agent plus per-target noise) compared after the last,")
     return (f"**{heading}** (`{d['command']}`, {_shown(d['_file'])}; "
-            f"{d['machine']}, {d['time']}): one chunk from {d['starts']} held-out states, the learned simulator "
-            f"against the real one after the same chunk (median errors in arena pixels of 512, over the frames where "
+            f"{d['machine']}, {d['time']}): {chunks} from {d['starts']} held-out states, the learned simulator "
+            f"against the real one after the same chunks (median errors in arena pixels of 512, over the frames where "
             f"the position could be read by the judge's readers; \"copy\" predicts no motion).{verdict}\n\n"
             + _table(["simulator", "chunk", "agent error", "block error (median / mean)", "positions read",
                       "real agent motion"], ["---", "---", "---:", "---:", "---:", "---:"], rows))
@@ -961,6 +965,10 @@ SECTIONS: tuple[Section, ...] = (
             "python -m benchmarks.pusht_planning --merge runs/plan/long2 runs/plan/long2_rlvr_beta04 "
             "benchmarks/results/pusht_planning:true_sim,random --out benchmarks/results/pusht_planning_longer",
             partial(_planning, heading="PushT CEM planning with the longer-trained world models")),
+    Section("Action following over several chunks", ("learned_sim_fidelity_rollouts.json",),
+            "python -m benchmarks.learned_sim_fidelity --horizon 5 --models NAME=DIR ... --out "
+            "benchmarks/results/learned_sim_fidelity_rollouts",
+            partial(_fidelity, heading="Action following over several chunks, and GRPO on the model's own rollouts")),
     Section("PushT CEM planning with the pose objective", ("pusht_planning_pose_objective/results.json",),
             "python -m benchmarks.pusht_planning --merge runs/plan/pose_long2 runs/plan/pose_long2_rlvr_beta04 "
             "runs/plan/pose_true_sim runs/plan/pose_random --out benchmarks/results/pusht_planning_pose_objective",

@@ -20,7 +20,8 @@ COMMITTED = {"`rlvr-world demo`", "RLVR on the PushT world model", "GRPO on Push
              "Text-game world models, sampled", "Text-game GRPO on filtered changed and unchanged prompts",
              "Text-game GRPO, filtered changed prompts then both kinds",
              "Longer MLE and the pose reward: action following",
-             "PushT CEM planning with the longer-trained models", "PushT CEM planning with the pose objective"}
+             "PushT CEM planning with the longer-trained models", "PushT CEM planning with the pose objective",
+             "Action following over several chunks"}
 
 
 def _block(readme: str) -> str:
