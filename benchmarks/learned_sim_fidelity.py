@@ -136,7 +136,8 @@ def main(argv=None) -> int:
             for kind, frame in zip(KINDS, frames):
                 predicted[kind].append(frame)
             if args.horizon > 1:
-                predicted[rollout_kind].append(sim.rollout(chunks[rollout_kind][None], start=context, frames="last")[0])
+                last = sim.rollout(chunks[rollout_kind][None], start=context, frames="last")[0]
+                predicted[rollout_kind].append(last)
         report["results"][f"learned sim ({name})"] = errors(predicted)
         sim.close()
     real.close()

@@ -87,7 +87,8 @@ def merge(entries: list[str], out: Path = RESULTS) -> dict:
     if overlap:
         raise SystemExit(f"planners {sorted(set(overlap))} appear in more than one run")
     commands = [c for r in reports for c in _commands_of(r)]
-    merged = {**first, "objective": run_objective(first), "command": commands, "runs": list(entries), "merged_into": str(out),
+    merged = {**first, "objective": run_objective(first), "command": commands, "runs": list(entries),
+              "merged_into": str(out),
               "summary": {k: v for r in reports for k, v in r["summary"].items()},
               "episodes": [row for r in reports for row in r["episodes"]]}
     out.mkdir(parents=True, exist_ok=True)

@@ -971,7 +971,8 @@ SECTIONS: tuple[Section, ...] = (
             partial(_fidelity, heading="Action following over several chunks, and GRPO on the model's own rollouts")),
     Section("PushT CEM planning after GRPO on the model's own rollouts", ("pusht_planning_rollout_grpo/results.json",),
             "python -m benchmarks.pusht_planning --merge runs/plan/long2 runs/plan/long2_rollout_round2 "
-            "benchmarks/results/pusht_planning_longer:true_sim,random --out benchmarks/results/pusht_planning_rollout_grpo",
+            "benchmarks/results/pusht_planning_longer:true_sim,random "
+            "--out benchmarks/results/pusht_planning_rollout_grpo",
             partial(_planning, heading="PushT CEM planning after GRPO on the model's own rollouts")),
     Section("PushT CEM planning with the pose objective", ("pusht_planning_pose_objective/results.json",),
             "python -m benchmarks.pusht_planning --merge runs/plan/pose_long2 runs/plan/pose_long2_rlvr_beta04 "

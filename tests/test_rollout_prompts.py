@@ -59,7 +59,8 @@ def test_truth_is_the_real_simulators_rollout_of_the_stored_targets(made):
     assert targets.shape == (3, 3, 5, 2) and physics.shape == (3, 10)
     real = PushTChunkEnv(resolution=64)
     for start in range(3):
-        assert np.array_equal(real.rollout(targets[start][None], start=physics[start])[0], truth[3 * start:3 * start + 3])
+        rolled = real.rollout(targets[start][None], start=physics[start])[0]
+        assert np.array_equal(rolled, truth[3 * start:3 * start + 3])
     real.close()
 
 

@@ -49,7 +49,8 @@ class Args:
     changed_only: bool = False  #: language only: train on transitions that change the state (held-out evaluation keeps both)
     prompts: tuple[str, ...] = ()  #: language only: the union of what `trainers.prompt_filter` files kept
     train_episodes: int = 40  #: video only: PushT training episodes generated on first use (seed 20000)
-    video_prompts: str = ""  #: video only: train on a `trainers.rollout_prompts` file (the model's own rollouts) instead of recorded windows
+    #: video only: train on a `trainers.rollout_prompts` file (the model's own rollouts), not recorded windows
+    video_prompts: str = ""
     eval_every: int = 50
     eval_windows: int = 64  #: held-out transitions evaluated (greedy and sampled)
     checkpoint_every: int = 25

@@ -14,8 +14,9 @@ position, std `init_std` px), sample, score every candidate in one batched `roll
 the simulator, refit to the top candidates, repeat; the plan is the final mean.
 The cost of a candidate is the distance between the embedding of its predicted final frame
 and that of the goal image (`embedding`: "pixels", "tokenizer" (the frame tokenizer's
-encoder latent), "pose" (the agent and block as the PushT frame judge reads them), or any callable frames -> features, e.g. a pretrained image encoder;
-LPIPS features where their weights exist can be passed as such a callable).
+encoder latent), "pose" (the agent and block as the PushT frame judge reads them), or any
+callable frames -> features, e.g. a pretrained image encoder; LPIPS features where their
+weights exist can be passed as such a callable).
 
 Planners share one protocol (`Planner.plan(observation) -> [H, 5, 2]`) and one MPC loop
 (`run_episode`), so CEM on the learned simulator, CEM on the true simulator (exact state
