@@ -974,6 +974,12 @@ SECTIONS: tuple[Section, ...] = (
             "benchmarks/results/pusht_planning_longer:true_sim,random "
             "--out benchmarks/results/pusht_planning_rollout_grpo",
             partial(_planning, heading="PushT CEM planning after GRPO on the model's own rollouts")),
+    Section("PushT CEM planning after a third round of GRPO on the model's own rollouts",
+            ("pusht_planning_rollout_grpo_round3/results.json",),
+            "python -m benchmarks.pusht_planning --merge runs/plan/long2 runs/plan/long2_rollout_round3 "
+            "benchmarks/results/pusht_planning_longer:true_sim,random "
+            "--out benchmarks/results/pusht_planning_rollout_grpo_round3",
+            partial(_planning, heading="PushT CEM planning after a third round of GRPO on the model's own rollouts")),
     Section("PushT CEM planning with the pose objective", ("pusht_planning_pose_objective/results.json",),
             "python -m benchmarks.pusht_planning --merge runs/plan/pose_long2 runs/plan/pose_long2_rlvr_beta04 "
             "runs/plan/pose_true_sim runs/plan/pose_random --out benchmarks/results/pusht_planning_pose_objective",

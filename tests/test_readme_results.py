@@ -21,7 +21,8 @@ COMMITTED = {"`rlvr-world demo`", "RLVR on the PushT world model", "GRPO on Push
              "Text-game GRPO, filtered changed prompts then both kinds",
              "Longer MLE and the pose reward: action following",
              "PushT CEM planning with the longer-trained models", "PushT CEM planning with the pose objective",
-             "Action following over several chunks", "PushT CEM planning after GRPO on the model's own rollouts"}
+             "Action following over several chunks", "PushT CEM planning after GRPO on the model's own rollouts",
+             "PushT CEM planning after a third round of GRPO on the model's own rollouts"}
 
 
 def _block(readme: str) -> str:
