@@ -922,6 +922,13 @@ def _text_game_section(title: str, stem: str, arguments: str, heading: str) -> S
                    partial(_language_world_models, heading=heading))
 
 
+def _planning_section(title: str, stem: str, runs: str, heading: str | None = None) -> Section:
+    """A PushT planning table joined by `benchmarks.pusht_planning --merge RUNS --out` its folder."""
+    return Section(title, (f"{stem}/results.json",),
+                   f"python -m benchmarks.pusht_planning --merge {runs} --out benchmarks/results/{stem}",
+                   partial(_planning, heading=heading or title))
+
+
 SECTIONS: tuple[Section, ...] = (
     Section("`rlvr-world demo`", ("demo_pusht/results.json",), "rlvr-world demo --out runs/demo", _demo),
     Section("`rlvr-world demo --domain text`", ("demo_text/results.json",),
@@ -961,29 +968,23 @@ SECTIONS: tuple[Section, ...] = (
             "python -m benchmarks.learned_sim_fidelity --models NAME=DIR ... --out "
             "benchmarks/results/learned_sim_fidelity_pose_reward",
             partial(_fidelity, heading="Action following after longer MLE and GRPO on the pose reward")),
-    Section("PushT CEM planning with the longer-trained models", ("pusht_planning_longer/results.json",),
-            "python -m benchmarks.pusht_planning --merge runs/plan/long2 runs/plan/long2_rlvr_beta04 "
-            "benchmarks/results/pusht_planning:true_sim,random --out benchmarks/results/pusht_planning_longer",
-            partial(_planning, heading="PushT CEM planning with the longer-trained world models")),
+    _planning_section("PushT CEM planning with the longer-trained models", "pusht_planning_longer",
+                      "runs/plan/long2 runs/plan/long2_rlvr_beta04 benchmarks/results/pusht_planning:true_sim,random",
+                      "PushT CEM planning with the longer-trained world models"),
     Section("Action following over several chunks", ("learned_sim_fidelity_rollouts.json",),
             "python -m benchmarks.learned_sim_fidelity --horizon 5 --models NAME=DIR ... --out "
             "benchmarks/results/learned_sim_fidelity_rollouts",
             partial(_fidelity, heading="Action following over several chunks, and GRPO on the model's own rollouts")),
-    Section("PushT CEM planning after GRPO on the model's own rollouts", ("pusht_planning_rollout_grpo/results.json",),
-            "python -m benchmarks.pusht_planning --merge runs/plan/long2 runs/plan/long2_rollout_round2 "
-            "benchmarks/results/pusht_planning_longer:true_sim,random "
-            "--out benchmarks/results/pusht_planning_rollout_grpo",
-            partial(_planning, heading="PushT CEM planning after GRPO on the model's own rollouts")),
-    Section("PushT CEM planning after a third round of GRPO on the model's own rollouts",
-            ("pusht_planning_rollout_grpo_round3/results.json",),
-            "python -m benchmarks.pusht_planning --merge runs/plan/long2 runs/plan/long2_rollout_round3 "
-            "benchmarks/results/pusht_planning_longer:true_sim,random "
-            "--out benchmarks/results/pusht_planning_rollout_grpo_round3",
-            partial(_planning, heading="PushT CEM planning after a third round of GRPO on the model's own rollouts")),
-    Section("PushT CEM planning with the pose objective", ("pusht_planning_pose_objective/results.json",),
-            "python -m benchmarks.pusht_planning --merge runs/plan/pose_long2 runs/plan/pose_long2_rlvr_beta04 "
-            "runs/plan/pose_true_sim runs/plan/pose_random --out benchmarks/results/pusht_planning_pose_objective",
-            partial(_planning, heading="PushT CEM planning with the pose objective")),
+    _planning_section("PushT CEM planning after GRPO on the model's own rollouts", "pusht_planning_rollout_grpo",
+                      "runs/plan/long2 runs/plan/long2_rollout_round2 "
+                      "benchmarks/results/pusht_planning_longer:true_sim,random"),
+    _planning_section("PushT CEM planning after a third round of GRPO on the model's own rollouts",
+                      "pusht_planning_rollout_grpo_round3",
+                      "runs/plan/long2 runs/plan/long2_rollout_round3 "
+                      "benchmarks/results/pusht_planning_longer:true_sim,random"),
+    _planning_section("PushT CEM planning with the pose objective", "pusht_planning_pose_objective",
+                      "runs/plan/pose_long2 runs/plan/pose_long2_rlvr_beta04 runs/plan/pose_true_sim "
+                      "runs/plan/pose_random"),
     Section("Language world models on MiniWeb", ("web_world_models.json",),
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniWeb-v0 --models sft=DIR rlvr=DIR "
             "--out benchmarks/results/web_world_models.json", _language_world_models),
