@@ -179,6 +179,33 @@ def test_pose_reward_pays_for_objects_in_place_and_never_for_leaving_one_out(pus
     assert checked >= 3
 
 
+def test_pose_weights_scale_each_error_term(pusht64_dir):
+    """pose_weights=(3, 1, 1) charges the agent's error three times: on an answer that leaves
+    the agent where it was, the reward drops by twice that error, and the minimum follows."""
+    from rlvr_envs.core.factory import build_task
+
+    plain = build_task("rlvr_envs.video.task:VideoPredictionTask", data_dir=pusht64_dir, reward="pose")
+    agent_heavy = build_task("rlvr_envs.video.task:VideoPredictionTask", data_dir=pusht64_dir, reward="pose",
+                             pose_weights=[3, 1, 1])
+    assert agent_heavy.min_reward == -6.0 and plain.min_reward == -4.0
+    moved = 0
+    for index in range(len(plain)):
+        copy = plain.layout.response(plain.transition(index).meta["last_history_codes"][None])
+        a, b = plain.verify([index], [copy])[0], agent_heavy.verify([index], [copy])[0]
+        assert b.metrics["agent_error"] == pytest.approx(a.metrics["agent_error"])
+        assert b.reward == pytest.approx(a.reward - 2 * a.metrics["agent_error"], abs=1e-6)
+        moved += a.metrics["agent_error"] > 0.02
+    assert moved >= 3
+
+
+@pytest.mark.parametrize("weights", [(1, 1), (1, -1, 1), (0, 0, 0), (1, float("nan"), 1), ("a", 1, 1)])
+def test_pose_weights_are_checked(weights):
+    from rlvr_envs.video.task import VideoTaskConfig
+
+    with pytest.raises(ValueError, match="pose_weights"):
+        VideoTaskConfig(data_dir="d", reward="pose", pose_weights=weights).validate()
+
+
 def test_pose_reward_is_refused_where_no_reader_exists():
     from rlvr_envs.video.task import VideoTaskConfig
 

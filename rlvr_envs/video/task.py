@@ -48,6 +48,7 @@ window's context codes in one batched call.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,8 +77,9 @@ REWARDS: dict[str, tuple[str, float, float]] = {
     "mse": ("-MSE of decoded frames (pixels in [0, 1])", -1.0, 0.0),
     "psnr": ("PSNR of decoded frames in dB, clipped to [0, 100]", 0.0, 100.0),
     "ssim": ("SSIM of decoded frames", -1.0, 1.0),
-    "pose": ("PushT: -(agent and block position errors / arena diagonal + block angle error / pi) read from decoded "
-             "and real frames by the frame judge, minus MAE; an object left out costs the most", -4.0, 0.0),
+    "pose": ("PushT: -(agent and block position errors / arena diagonal + block angle error / pi, weighted by "
+             "pose_weights) read from decoded and real frames by the frame judge, minus MAE; an object left out "
+             "costs the most", -4.0, 0.0),
 }
 LAYOUTS = ("single", "multi")
 SPLITS = ("all", "train", "test")
@@ -120,6 +122,7 @@ class VideoTaskConfig:
     lpips_net: str = "vgg"  #: LPIPS trunk for reward="l1_lpips" ("vgg" as in the reference code, or "alex")
     lpips_random_backbone_seed: int | None = None  #: explicit opt-in to a random LPIPS trunk (tests, offline)
     repetition_penalty: float = 0.0  #: subtracted per repeated frame (a copy of the previous frame's codes)
+    pose_weights: tuple[float, ...] = (1.0, 1.0, 1.0)  #: reward="pose": weights of the agent position, block position and block angle errors (raise the agent's to pay more for following the actions)
     frame_skip: int | None = None  #: simulator steps between frames (actions chunked); default PushT 5, others 1
     frame_offsets: tuple[int, ...] = (0,)  #: phases of the frame skip to take windows from (training: all)
     history: int | None = None  #: history frames (default single-step: PushT 3, RT-1 4, Rope/Granular 1; multi-step 1)
@@ -129,6 +132,7 @@ class VideoTaskConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "frame_offsets", as_tuple(self.frame_offsets))
+        object.__setattr__(self, "pose_weights", as_tuple(self.pose_weights))
         spec = DATASETS.get(self.dataset)
         if spec is not None:  # an unknown dataset is reported by validate()
             if self.frame_skip is None:
@@ -166,6 +170,11 @@ class VideoTaskConfig:
             raise ValueError(f"size must be positive, got {self.size}")
         if self.repetition_penalty < 0:
             raise ValueError("repetition_penalty must be >= 0")
+        weights = self.pose_weights
+        if (len(weights) != 3 or not all(isinstance(w, (int, float)) and math.isfinite(w) and w >= 0 for w in weights)
+                or sum(weights) <= 0):
+            raise ValueError("pose_weights must be 3 finite weights >= 0 (agent, block position, block angle), not all 0; "
+                             f"got {weights!r}")
 
     @property
     def history_frames(self) -> int:
@@ -245,6 +254,8 @@ class VideoPredictionTask(Task):
         self.config = config
         self.reward_name = config.reward
         self.reward_description, self.min_reward, self._max = REWARDS[config.reward]
+        if config.reward == "pose":  # every error term is at most 1, MAE too
+            self.min_reward = -(sum(config.pose_weights) + 1.0)
         self.lpips = _lpips_or_explain(config) if config.reward == "l1_lpips" else None
         self.tokenizer_dir = str(config.tokenizer or default_tokenizer_dir())
         check_tokenizer_layout(self.tokenizer_dir, config.layout)  # single-step over a compressed one fails here
@@ -519,7 +530,8 @@ class VideoPredictionTask(Task):
             errors = self._object_errors(indices, pred)  # [B, 3], each column in [0, 1]
             for column, name in enumerate(("agent_error", "block_error", "angle_error")):
                 values[name] = errors[:, column]
-            rewards["pose"] = -(errors.sum(dim=1) + values["mae"])
+            weights = torch.tensor(self.config.pose_weights, dtype=errors.dtype)
+            rewards["pose"] = -(errors @ weights + values["mae"])
         reward = rewards[self.reward_name] - self.config.repetition_penalty * repeated * t
         reward = reward.clamp(self.min_reward, self._max)
         out = []
