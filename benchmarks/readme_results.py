@@ -982,6 +982,12 @@ SECTIONS: tuple[Section, ...] = (
                       "pusht_planning_rollout_grpo_round3",
                       "runs/plan/long2 runs/plan/long2_rollout_round3 "
                       "benchmarks/results/pusht_planning_longer:true_sim,random"),
+    _planning_section("PushT CEM planning after rollout GRPO with the agent's error weighted 3x",
+                      "pusht_planning_rollout_grpo_agent3",
+                      "runs/plan/long2 runs/plan/long2_rollout_agent3_round2 "
+                      "benchmarks/results/pusht_planning_longer:true_sim,random",
+                      "PushT CEM planning after two rounds of rollout GRPO with the agent's error weighted 3x "
+                      "(base and RLVR retrained)"),
     _planning_section("PushT CEM planning with the pose objective", "pusht_planning_pose_objective",
                       "runs/plan/pose_long2 runs/plan/pose_long2_rlvr_beta04 runs/plan/pose_true_sim "
                       "runs/plan/pose_random"),
