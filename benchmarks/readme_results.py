@@ -982,6 +982,11 @@ SECTIONS: tuple[Section, ...] = (
                       "pusht_planning_rollout_grpo_round3",
                       "runs/plan/long2 runs/plan/long2_rollout_round3 "
                       "benchmarks/results/pusht_planning_longer:true_sim,random"),
+    _planning_section("PushT CEM planning after rollout GRPO, retrained", "pusht_planning_rollout_grpo_retrained",
+                      "runs/plan/long2 runs/plan/long2_rollout_round2 "
+                      "benchmarks/results/pusht_planning_longer:true_sim,random",
+                      "PushT CEM planning after two rounds of GRPO on the model's own rollouts, base and RLVR "
+                      "retrained"),
     _planning_section("PushT CEM planning after rollout GRPO with the agent's error weighted 3x",
                       "pusht_planning_rollout_grpo_agent3",
                       "runs/plan/long2 runs/plan/long2_rollout_agent3_round2 "

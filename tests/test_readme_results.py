@@ -23,7 +23,8 @@ COMMITTED = {"`rlvr-world demo`", "RLVR on the PushT world model", "GRPO on Push
              "PushT CEM planning with the longer-trained models", "PushT CEM planning with the pose objective",
              "Action following over several chunks", "PushT CEM planning after GRPO on the model's own rollouts",
              "PushT CEM planning after a third round of GRPO on the model's own rollouts",
-             "PushT CEM planning after rollout GRPO with the agent's error weighted 3x"}
+             "PushT CEM planning after rollout GRPO with the agent's error weighted 3x",
+             "PushT CEM planning after rollout GRPO, retrained"}
 
 
 def _block(readme: str) -> str:
