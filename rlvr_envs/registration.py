@@ -115,6 +115,15 @@ SIMULATORS: dict[str, PlainEnv] = {
         LEARNED_SIM, "learned simulator", JUDGED,
         "PushT simulated by the shipped GRPO-post-trained single-step world model",
         {"model": str(VIDEO_ASSETS / "pusht_single_step_rlvr_model")}),
+    "RLVRWorld/PushT-LearnedSim-MLE12k-v0": PlainEnv(
+        LEARNED_SIM, "learned simulator", JUDGED,
+        "PushT simulated by the shipped single-step model after 12k more MLE steps (the planning tables' base)",
+        {"model": str(VIDEO_ASSETS / "pusht_single_step_mle12k_model")}),
+    "RLVRWorld/PushT-LearnedSim-RolloutRLVR-v0": PlainEnv(
+        LEARNED_SIM, "learned simulator", JUDGED,
+        "PushT simulated by the MLE12k model after two rounds of GRPO on its own rollouts (the real simulator "
+        "as verifier)",
+        {"model": str(VIDEO_ASSETS / "pusht_single_step_rollout_rlvr_model")}),
     "RLVRWorld/MiniWeb-Goal-v0": PlainEnv(
         "rlvr_envs.web.goals:MiniWebGoalEnv", "web agent", "1 when the goal holds on the true site state",
         "MiniWeb goal tasks for web agents (action: a WebArena action string from the page's affordances)"),

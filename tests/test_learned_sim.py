@@ -189,3 +189,25 @@ def test_registered_rlvr_learned_sim_uses_the_shipped_grpo_model():
     obs, *_ = env.step(np.full((5, 2), 256.0))
     assert obs.shape == (64, 64, 3)
     env.close()
+
+
+@pytest.mark.parametrize("env_id, asset", [("RLVRWorld/PushT-LearnedSim-MLE12k-v0", "pusht_single_step_mle12k_model"),
+                                           ("RLVRWorld/PushT-LearnedSim-RolloutRLVR-v0",
+                                            "pusht_single_step_rollout_rlvr_model")])
+def test_registered_planning_table_models_load_and_step(env_id, asset):
+    """The planning tables' base and RLVR models ship: each id loads its own checkpoint, whose
+    card says where it came from, and steps like the shipped base."""
+    import json
+    from pathlib import Path
+
+    import gymnasium as gym
+
+    import rlvr_envs  # noqa: F401
+
+    env = gym.make(env_id, max_steps=1)
+    model = Path(env.spec.kwargs["model"])
+    assert model.name == asset and "shipped_as" in json.loads((model / "card.json").read_text())
+    obs, _ = env.reset(seed=0)
+    obs, reward, *_ = env.step(np.full((5, 2), 256.0))
+    assert obs.shape == (64, 64, 3) and obs.dtype == np.uint8 and np.isfinite(reward)
+    env.close()
