@@ -982,6 +982,11 @@ SECTIONS: tuple[Section, ...] = (
                       "pusht_planning_rollout_grpo_round3",
                       "runs/plan/long2 runs/plan/long2_rollout_round3 "
                       "benchmarks/results/pusht_planning_longer:true_sim,random"),
+    Section("Action following of the retrained models", ("learned_sim_fidelity_retrained.json",),
+            "python -m benchmarks.learned_sim_fidelity --horizon 5 --models NAME=DIR ... --out "
+            "benchmarks/results/learned_sim_fidelity_retrained",
+            partial(_fidelity, heading="Action following of the shipped MLE12k and rollout-GRPO models, and of "
+                    "rollout GRPO with the agent's error weighted 3x")),
     _planning_section("PushT CEM planning after rollout GRPO, retrained", "pusht_planning_rollout_grpo_retrained",
                       "runs/plan/long2 runs/plan/long2_rollout_round2 "
                       "benchmarks/results/pusht_planning_longer:true_sim,random",
