@@ -122,7 +122,9 @@ class VideoTaskConfig:
     lpips_net: str = "vgg"  #: LPIPS trunk for reward="l1_lpips" ("vgg" as in the reference code, or "alex")
     lpips_random_backbone_seed: int | None = None  #: explicit opt-in to a random LPIPS trunk (tests, offline)
     repetition_penalty: float = 0.0  #: subtracted per repeated frame (a copy of the previous frame's codes)
-    pose_weights: tuple[float, ...] = (1.0, 1.0, 1.0)  #: reward="pose": weights of the agent position, block position and block angle errors (raise the agent's to pay more for following the actions)
+    #: reward="pose": weights of the agent position, block position and block angle errors
+    #: (raise the agent's to pay more for following the actions)
+    pose_weights: tuple[float, ...] = (1.0, 1.0, 1.0)
     frame_skip: int | None = None  #: simulator steps between frames (actions chunked); default PushT 5, others 1
     frame_offsets: tuple[int, ...] = (0,)  #: phases of the frame skip to take windows from (training: all)
     history: int | None = None  #: history frames (default single-step: PushT 3, RT-1 4, Rope/Granular 1; multi-step 1)
@@ -173,8 +175,8 @@ class VideoTaskConfig:
         weights = self.pose_weights
         if (len(weights) != 3 or not all(isinstance(w, (int, float)) and math.isfinite(w) and w >= 0 for w in weights)
                 or sum(weights) <= 0):
-            raise ValueError("pose_weights must be 3 finite weights >= 0 (agent, block position, block angle), not all 0; "
-                             f"got {weights!r}")
+            raise ValueError("pose_weights must be 3 finite weights >= 0 (agent, block position, block angle), "
+                             f"not all 0; got {weights!r}")
 
     @property
     def history_frames(self) -> int:
