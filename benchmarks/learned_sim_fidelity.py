@@ -9,7 +9,7 @@ one (exact state restore), for three kinds of chunk: the recorded one, one whose
 are shifted by a random 60 px offset (what CEM samples around the agent), and uniform
 random targets in the arena (a random policy). With `--horizon H` (> 1) a fourth kind
 rolls out H chunks of targets like those CEM scores (a path away from the agent plus noise,
-`trainers.rollout_prompts.draw_targets`) and compares the last frame: the model then
+`rlvr_envs.video.pusht.cem_like_targets`) and compares the last frame: the model then
 conditions on its own predictions, as in planning. Positions are read from the predicted frame
 with the frame judge's readers (agent disc centroid, block pose fit) and compared with the
 real state after the chunk; "copy" is the error of predicting no motion at all (the start
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir, skip_frames
-    from trainers.rollout_prompts import draw_targets
+    from rlvr_envs.video.pusht import cem_like_targets
 
     torch.set_num_threads(args.threads)
     models = {}
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
         physics = np.asarray(episode.physics)[5 * k]
         by_kind = chunks_for(chunks[k], rng)
         if args.horizon > 1:
-            by_kind[rollout_kind] = draw_targets(physics[0:2], args.horizon, 60.0, rollout_rng)
+            by_kind[rollout_kind] = cem_like_targets(physics[0:2], args.horizon, 60.0, rollout_rng)
         starts.append((frames[k - 2:k + 1], chunks[k - 2:k], physics, by_kind))
 
     real = PushTChunkEnv(resolution=64)

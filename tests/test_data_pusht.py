@@ -111,6 +111,48 @@ def test_scripted_expert_solves_an_easy_start():
     assert record["success"] and record["coverage"][-1] > 0.95
 
 
+def test_cem_like_targets_walk_a_path_away_from_the_agent_inside_the_arena():
+    agent = np.array([250.0, 260.0])
+    draws = np.stack([pusht.cem_like_targets(agent, 5, 60.0, np.random.default_rng(i)) for i in range(200)])
+    assert draws.shape == (200, 5, 5, 2)
+    assert draws.min() >= 0.0 and draws.max() <= pusht.ARENA_SIZE
+    # the first target stays near the agent, the last is spread like the path's end, N(0, 2 std)
+    first, last = draws[:, 0, 0] - agent, draws[:, -1, -1] - agent
+    assert np.abs(first.mean(axis=0)).max() < 15 and first.std() < 60
+    assert 90 < last.std() < 150
+    np.testing.assert_array_equal(pusht.cem_like_targets(agent, 5, 60.0, np.random.default_rng(3)), draws[3])
+
+
+def test_cem_like_policy_redraws_from_the_agent_every_horizon():
+    policy = pusht.CEMLikePolicy(np.random.default_rng(0), horizon=2, frame_skip=5)
+    physics = np.array([100.0, 400.0, 0, 0, 256.0, 256.0, 0.0, 0, 0, 0])
+    first = [policy(physics) for _ in range(10)]
+    expected = pusht.cem_like_targets(physics[0:2], 2, 60.0, np.random.default_rng(0)).reshape(-1, 2)
+    np.testing.assert_allclose(np.stack(first), expected.astype(np.float32))
+    moved = physics.copy()
+    moved[0:2] = [400.0, 100.0]
+    second = np.stack([policy(moved) for _ in range(10)])
+    assert np.linalg.norm(second[0] - moved[0:2]) < np.linalg.norm(second[0] - physics[0:2])
+    assert all(a.dtype == np.float32 and a.shape == (2,) for a in first)
+    with pytest.raises(ValueError, match="std"):
+        pusht.CEMLikePolicy(np.random.default_rng(0), std=0.0)
+
+
+def test_cem_episodes_are_recorded_and_leave_the_default_mix_unchanged(tmp_path):
+    config = PushTGenerationConfig(episodes=2, resolution=16, seed=0, max_steps=12, policy_weights={"cem": 1.0})
+    generator = pusht.PushTGenerator(config)
+    episode = generator.episode(0)
+    generator.close()
+    assert episode.policy == "cem" and len(episode) == 12
+    assert np.linalg.norm(np.diff(episode.physics[:, 0:2], axis=0), axis=1).sum() > 20  # the agent moves
+    # a policy of weight 0 takes no part in the draw: the default mix picks what it always did
+    default = PushTGenerationConfig()
+    widened = PushTGenerationConfig(policy_weights={**default.policy_weights, "cem": 0.0})
+    for index in range(20):
+        a, b = pusht.episode_plan(default, index), pusht.episode_plan(widened, index)
+        assert (a.policy, a.noise, a.seed) == (b.policy, b.noise, b.seed)
+
+
 def test_save_and_load_are_bit_exact_and_dataset_reads_back(tmp_path, episodes):
     config = PushTGenerationConfig(episodes=2, resolution=RESOLUTION, seed=0, max_steps=STEPS)
     summary = pusht.generate_dataset(config, tmp_path, progress=False)

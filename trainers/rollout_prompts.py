@@ -10,8 +10,8 @@ targets around the agent, and from the second chunk on the model conditions on i
 predicted frames. Recorded windows show neither, so a model trained on them alone learns to
 lean on the history's motion and drifts once the history is its own. This file holds
 prompts that show both: from `starts` states of training episodes (3 real frames and their
-recorded chunks), `horizon` chunks of targets like those CEM scores (`draw_targets`: a
-path away from the agent plus per-target noise) are rolled out greedily by the model and
+recorded chunks), `horizon` chunks of targets like those CEM scores (`cem_like_targets`:
+a path away from the agent plus per-target noise) are rolled out greedily by the model and
 by the real simulator (exact state restore). Prompt d (d = 0 .. horizon-1) is the model's context after d of its own
 predictions (the real frames, then its own) and chunk d; its truth is the real frame after
 chunk d. GRPO on these prompts rewards predicting what really happens from where the model's
@@ -60,21 +60,6 @@ class Args:
         return self
 
 
-def draw_targets(agent: np.ndarray, horizon: int, std: float, rng: np.random.Generator,
-                 frame_skip: int = 5) -> np.ndarray:
-    """[horizon, frame_skip, 2] targets like those CEM scores, clipped to the arena: a path from
-    the agent toward a point N(0, 2 std) away (where an elite mean goes), plus N(0, s) noise per
-    target with s uniform in [std/4, std] (CEM's samples around it, early and late iterations).
-    Noise alone barely moves the agent (its pulls cancel), so the path is what makes pushes."""
-    from rlvr_envs.video.pusht.physics import ARENA_SIZE
-
-    steps = horizon * frame_skip
-    displacement = rng.normal(0.0, 2.0 * std, size=2)
-    path = agent + np.outer(np.arange(1, steps + 1) / steps, displacement)
-    noise = rng.uniform(std / 4, std) * rng.standard_normal((steps, 2))
-    return np.clip(path + noise, 0.0, ARENA_SIZE).reshape(horizon, frame_skip, 2)
-
-
 def context_prompts(layout, start_codes: np.ndarray, start_actions: np.ndarray, predicted: np.ndarray,
                     chunk_tokens: np.ndarray) -> np.ndarray:
     """[H, P] prompts of one rollout: prompt d holds the last `history` frames of (real start
@@ -102,7 +87,7 @@ def main(args: Args) -> dict:
 
     from rlvr_envs.core.files import atomic_writer
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
-    from rlvr_envs.video.pusht import PushTEpisodeDataset
+    from rlvr_envs.video.pusht import PushTEpisodeDataset, cem_like_targets
     from rlvr_envs.video.sources import TEST_EVERY
     from rlvr_envs.video.task import skip_frames
 
@@ -125,7 +110,7 @@ def main(args: Args) -> dict:
         state = np.asarray(episode.physics)[t * skip]
         contexts.append(sim.context_from(frames[t - history + 1:t + 1], chunks[t - history + 1:t], state[0:2]))
         physics.append(state)
-        targets.append(draw_targets(state[0:2], args.horizon, args.std, rng, skip))
+        targets.append(cem_like_targets(state[0:2], args.horizon, args.std, rng, skip))
         uids.append(f"pusht/{int(episode.index)}/{t}")
     targets = np.stack(targets)
     predicted = []

@@ -9,7 +9,7 @@ The package, by seam:
 - `physics`: the simulator, its exact 10-number state (`PHYSICS_FIELDS`), and
   `restore_physics_state`, which puts the simulator exactly into a recorded state;
 - `policies`: the scripted policies (expert pusher at noise levels, random, replay of the
-  expert's plan from a perturbed start) and the rollout loop `run_policy`;
+  expert's plan from a perturbed start, CEM-like targets) and the rollout loop `run_policy`;
 - `episodes`: the generation config, the episode record, and `PushTGenerator`, which
   makes episode i a pure function of (config, i);
 - `storage`: npz episode files, `config.json`, and `PushTEpisodeDataset`;
@@ -36,7 +36,7 @@ On-disk format (`FORMAT_NAME`, version `FORMAT_VERSION`)::
                                           (gym-pusht's `obs_type="state"` and DINO-WM's layout)
         coverage  float64 [T+1]           goal coverage of the T
         success   bool    []              coverage exceeded 0.95
-        policy    str     []              expert | random | replay
+        policy    str     []              expert | random | replay | cem
         noise     float64 []              expert target noise std (pixels); 0 otherwise
         seed      int64   []              the episode's reset seed
         index     int64   []              the episode's index
@@ -81,8 +81,10 @@ from rlvr_envs.video.pusht.physics import (
 )
 from rlvr_envs.video.pusht.policies import (
     POLICIES,
+    CEMLikePolicy,
     RandomBlockPolicy,
     ScriptedPushExpert,
+    cem_like_targets,
     perturb_start,
     plan_expert_actions,
     run_policy,
@@ -101,9 +103,9 @@ from rlvr_envs.video.pusht.storage import (
 __all__ = [
     "AGENT_RADIUS", "ARENA_SIZE", "ENV_ID", "EPISODE_FILE", "EPISODE_NAME", "FORMAT_NAME", "FORMAT_VERSION",
     "GOAL_POSE", "PHYSICS_FIELDS", "POLICIES", "SUCCESS_COVERAGE",
-    "EpisodePlan", "EpisodeWriter", "OutputInUse", "PushTEpisode", "PushTEpisodeDataset", "PushTFormatError",
+    "CEMLikePolicy", "EpisodePlan", "EpisodeWriter", "OutputInUse", "PushTEpisode", "PushTEpisodeDataset", "PushTFormatError",
     "PushTGenerationConfig", "PushTGenerator", "RandomBlockPolicy", "ScriptedPushExpert",
-    "add_data_arguments", "episode_plan", "episode_seed_sequence", "episode_stats", "format_summary",
+    "add_data_arguments", "cem_like_targets", "episode_plan", "episode_seed_sequence", "episode_stats", "format_summary",
     "generate_dataset", "goal_coverage", "gym_state", "load_episode", "make_env", "perturb_start",
     "physics_state", "plan_expert_actions", "plan_mismatch", "read_config", "render_frame", "replay_episode",
     "restore_physics_state", "run_data_command", "run_policy", "save_episode", "summarize",

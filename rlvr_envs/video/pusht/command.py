@@ -173,7 +173,7 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--max-steps", type=int, default=defaults.max_steps)
     parser.add_argument("--policy-weights", type=_policy_weights, default=defaults.policy_weights,
-                        help="share of episodes per policy, e.g. expert=0.2,random=0.6,replay=0.2 (default: "
+                        help="share of episodes per policy, e.g. expert=0.4,random=0.1,replay=0.1,cem=0.4 (default: "
                              + ",".join(f"{k}={v:g}" for k, v in defaults.policy_weights.items()) + ")")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="processes")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")

@@ -23,6 +23,7 @@ from rlvr_envs.core.errors import DataError
 from rlvr_envs.video.pusht.physics import PHYSICS_FIELDS, gym_state, make_env, physics_state
 from rlvr_envs.video.pusht.policies import (
     POLICIES,
+    CEMLikePolicy,
     RandomBlockPolicy,
     ScriptedPushExpert,
     perturb_start,
@@ -208,6 +209,9 @@ class PushTGenerator:
         elif plan.policy == "random":
             record = run_policy(self.env, start, RandomBlockPolicy(plan.policy_rng, config.random_box),
                                 config.max_steps, config.reseat_each_step)
+        elif plan.policy == "cem":
+            record = run_policy(self.env, start, CEMLikePolicy(plan.policy_rng), config.max_steps,
+                                config.reseat_each_step)
         else:
             self.planner.reset(seed=plan.seed)
             actions = plan_expert_actions(self.planner, start, config.max_steps, config.reseat_each_step)

@@ -12,6 +12,9 @@ Policies (mixed per episode by the generator, chosen from `(seed, index)`):
 - ``replay``: the noiseless expert's action sequence, planned from the episode's start
   state (`plan_expert_actions`), executed open loop from a perturbed start
   (`perturb_start`: block shifted and turned): plausible motion that mostly misses the goal.
+- ``cem``: targets like the candidates a CEM planner scores (`cem_like_targets`, redrawn from
+  the agent every `horizon` chunks; `CEMLikePolicy`), so a world model sees the actions it
+  will be asked to simulate when it plans.
 
 Actions are absolute agent targets in pixels (the env's own action space, float32).
 `run_policy` rolls out until success (coverage > 0.95, the env's own criterion) or
@@ -40,7 +43,7 @@ from rlvr_envs.video.pusht.physics import (
     restore_physics_state,
 )
 
-POLICIES = ("expert", "random", "replay")
+POLICIES = ("expert", "random", "replay", "cem")
 _GYRATION_RADIUS = 40.0  # px, converts block rotation to an arc length when scoring pushes
 
 
@@ -223,6 +226,35 @@ class RandomBlockPolicy:
             self._hold = int(self.rng.integers(1, 6))
         self._hold -= 1
         return self._target.astype(np.float32)
+
+
+def cem_like_targets(agent: np.ndarray, horizon: int, std: float, rng: np.random.Generator,
+                     frame_skip: int = 5) -> np.ndarray:
+    """[horizon, frame_skip, 2] targets like those CEM scores, clipped to the arena: a path from
+    the agent toward a point N(0, 2 std) away (where an elite mean goes), plus N(0, s) noise per
+    target with s uniform in [std/4, std] (CEM's samples around it, early and late iterations).
+    Noise alone barely moves the agent (its pulls cancel), so the path is what makes pushes."""
+    steps = horizon * frame_skip
+    displacement = rng.normal(0.0, 2.0 * std, size=2)
+    path = np.asarray(agent, dtype=np.float64) + np.outer(np.arange(1, steps + 1) / steps, displacement)
+    noise = rng.uniform(std / 4, std) * rng.standard_normal((steps, 2))
+    return np.clip(path + noise, 0.0, ARENA_SIZE).reshape(horizon, frame_skip, 2)
+
+
+class CEMLikePolicy:
+    """Plays `cem_like_targets` drawn from the agent's position, a new draw every `horizon` chunks."""
+
+    def __init__(self, rng: np.random.Generator, std: float = 60.0, horizon: int = 5, frame_skip: int = 5):
+        if std <= 0 or horizon < 1 or frame_skip < 1:
+            raise ValueError(f"need std > 0, horizon >= 1, frame_skip >= 1; got {std}, {horizon}, {frame_skip}")
+        self.rng, self.std, self.horizon, self.frame_skip = rng, float(std), int(horizon), int(frame_skip)
+        self._queue: list[np.ndarray] = []
+
+    def __call__(self, physics: np.ndarray) -> np.ndarray:
+        if not self._queue:
+            targets = cem_like_targets(physics[0:2], self.horizon, self.std, self.rng, self.frame_skip)
+            self._queue = list(targets.reshape(-1, 2)[::-1])
+        return self._queue.pop().astype(np.float32)
 
 
 def run_policy(
