@@ -998,6 +998,16 @@ SECTIONS: tuple[Section, ...] = (
                       "benchmarks/results/pusht_planning_longer:true_sim,random",
                       "PushT CEM planning after two rounds of rollout GRPO with the agent's error weighted 3x "
                       "(base and RLVR retrained)"),
+    Section("Action following after MLE on CEM-like episodes", ("learned_sim_fidelity_cem_data.json",),
+            "python -m benchmarks.learned_sim_fidelity --horizon 5 --models NAME=DIR ... --out "
+            "benchmarks/results/learned_sim_fidelity_cem_data",
+            partial(_fidelity, heading="Action following after 4000 more MLE steps on data with CEM-like episodes, "
+                    "and after rollout GRPO from there")),
+    _planning_section("PushT CEM planning after MLE on CEM-like episodes", "pusht_planning_cem_data",
+                      "runs/plan/cem_base runs/plan/cem_rollout_r2 "
+                      "benchmarks/results/pusht_planning_longer:true_sim,random",
+                      "PushT CEM planning after 4000 more MLE steps on data with CEM-like episodes, and two rounds "
+                      "of rollout GRPO from there"),
     _planning_section("PushT CEM planning with the pose objective", "pusht_planning_pose_objective",
                       "runs/plan/pose_long2 runs/plan/pose_long2_rlvr_beta04 runs/plan/pose_true_sim "
                       "runs/plan/pose_random"),
