@@ -67,6 +67,30 @@ def test_embeddings():
         embedding("tokenizer")
 
 
+def test_blurred_pixels_keep_pricing_distance_after_plain_pixels_saturate(task, real):
+    from rlvr_envs.planning import OBJECTIVES, embedding
+
+    assert "blurred_pixels" in OBJECTIVES
+    goal_physics = np.array(task.start, dtype=np.float64)
+    goal_physics[0:2] = [150.0, 400.0]  # the agent far from the block
+    goal = real.render_physics(goal_physics)
+    costs = {}
+    for kind in ("pixels", "blurred_pixels"):
+        embed = embedding(kind)
+        target = embed(goal[None])
+        frames = []
+        for gap in (0.0, 60.0, 120.0, 180.0):  # px the agent sits right of its goal
+            moved = goal_physics.copy()
+            moved[0] += gap
+            frames.append(real.render_physics(moved))
+        costs[kind] = ((embed(np.stack(frames)) - target) ** 2).mean(axis=1)
+    plain, blurred = costs["pixels"], costs["blurred_pixels"]
+    assert plain[0] == blurred[0] == 0.0
+    assert plain[3] == pytest.approx(plain[1], rel=0.05)  # no overlap left: the plain cost no longer grows
+    assert blurred[1] < blurred[2] < blurred[3]  # the blurred one does
+    assert embedding("blurred_pixels")(goal[None]).shape == (1, 4 * 64 * 64 * 3)
+
+
 def test_pose_embedding_reads_the_real_state_and_prices_a_lost_object_above_any_placement(task, real):
     from rlvr_envs.planning import embedding
     from rlvr_envs.planning.cem import POSE_ANGLE_SCALE, POSE_MISSING

@@ -6,6 +6,7 @@ batched `rollout`, `RandomPlanner`), goal-image objectives (`embedding`), the MP
 """
 
 from rlvr_envs.planning.cem import (
+    OBJECTIVES,
     CEMConfig,
     CEMPlanner,
     EpisodeResult,
@@ -14,6 +15,7 @@ from rlvr_envs.planning.cem import (
     PlanningTask,
     Planner,
     RandomPlanner,
+    blurred_pixels,
     cem_optimize,
     embedding,
     planning_tasks,
@@ -22,6 +24,6 @@ from rlvr_envs.planning.cem import (
     wilson_interval,
 )
 
-__all__ = ["CEMConfig", "CEMPlanner", "EpisodeResult", "MPCConfig", "Observation", "PlanningTask", "Planner",
-           "RandomPlanner", "cem_optimize", "embedding", "planning_tasks", "run_episode", "success_summary",
-           "wilson_interval"]
+__all__ = ["OBJECTIVES", "CEMConfig", "CEMPlanner", "EpisodeResult", "MPCConfig", "Observation", "PlanningTask",
+           "Planner", "RandomPlanner", "blurred_pixels", "cem_optimize", "embedding", "planning_tasks", "run_episode",
+           "success_summary", "wilson_interval"]

@@ -13,7 +13,8 @@ CEM (`cem_optimize`, DINO-WM defaults `CEMConfig()`: horizon 5, 300 samples, top
 position, std `init_std` px), sample, score every candidate in one batched `rollout` of
 the simulator, refit to the top candidates, repeat; the plan is the final mean.
 The cost of a candidate is the distance between the embedding of its predicted final frame
-and that of the goal image (`embedding`: "pixels", "tokenizer" (the frame tokenizer's
+and that of the goal image (`embedding`: "pixels", "blurred_pixels" (the frame and Gaussian
+blurs of it, so objects far from their goal still compare by distance), "tokenizer" (the frame tokenizer's
 encoder latent), "pose" (the agent and block as the PushT frame judge reads them), or any
 callable frames -> features, e.g. a pretrained image encoder; LPIPS features where their
 weights exist can be passed as such a callable).
@@ -97,7 +98,8 @@ class Planner(Protocol):
 def embedding(kind: str | Callable[[np.ndarray], Any] = "pixels", tokenizer=None) -> Callable[[np.ndarray], np.ndarray]:
     """frames uint8 [N, H, W, 3] -> float features [N, D].
 
-    "pixels": the frame in [0, 1]; "tokenizer": the frame tokenizer's encoder latent (before
+    "pixels": the frame in [0, 1]; "blurred_pixels": it and Gaussian blurs of it (`blurred_pixels`),
+    so far-apart objects still compare by distance; "tokenizer": the frame tokenizer's encoder latent (before
     quantisation; pass `tokenizer=`); "pose": where the PushT frame judge reads the agent and
     the block (`pose_features`); a callable is used as it is (its output flattened)."""
     if callable(kind):
@@ -110,6 +112,8 @@ def embedding(kind: str | Callable[[np.ndarray], Any] = "pixels", tokenizer=None
         return lambda frames: np.asarray(frames, dtype=np.float64).reshape(len(frames), -1) / 255.0
     if kind == "pose":
         return pose_features
+    if kind == "blurred_pixels":
+        return blurred_pixels
     if kind == "tokenizer":
         if tokenizer is None:
             raise ValueError("the 'tokenizer' embedding needs tokenizer= a FrameTokenizer")
@@ -120,7 +124,36 @@ def embedding(kind: str | Callable[[np.ndarray], Any] = "pixels", tokenizer=None
                 z = tokenizer.latent(tokenizer.to_input(frames))
             return z.flatten(1).double().cpu().numpy()
         return latent
-    raise ValueError(f"embedding must be 'pixels', 'tokenizer', 'pose' or a callable; got {kind!r}")
+    raise ValueError(f"embedding must be one of {OBJECTIVES} or a callable; got {kind!r}")
+
+
+#: the objectives `embedding` knows by name (`rlvr-world plan --objective`)
+OBJECTIVES = ("pixels", "blurred_pixels", "tokenizer", "pose")
+#: blur widths of `blurred_pixels`, as fractions of the frame's side (2, 4 and 8 px at 64x64)
+BLUR_SIGMAS = (1 / 32, 1 / 16, 1 / 8)
+
+
+def _blur_matrix(size: int, sigma: float) -> np.ndarray:
+    """[size, size] Gaussian blur along one axis, rows renormalised at the borders."""
+    offsets = np.arange(size)[:, None] - np.arange(size)[None, :]
+    weights = np.exp(-0.5 * (offsets / sigma) ** 2)
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+def blurred_pixels(frames: np.ndarray) -> np.ndarray:
+    """frames uint8 [N, H, W, C] -> the frame in [0, 1] and its Gaussian blurs (`BLUR_SIGMAS`), flattened.
+
+    A plain pixel distance stops growing once two images of an object no longer overlap: a
+    small agent disc 50 px from its goal costs what it costs 300 px away, so CEM gets no
+    direction to move it in. The blurred copies keep the distance growing with the gap."""
+    images = np.asarray(frames, dtype=np.float64) / 255.0
+    _, height, width, _ = images.shape
+    features = [images.reshape(len(images), -1)]
+    for fraction in BLUR_SIGMAS:
+        rows, cols = _blur_matrix(height, fraction * height), _blur_matrix(width, fraction * width)
+        blurred = np.einsum("ij,njkc->nikc", rows, images)
+        features.append(np.einsum("nikc,lk->nilc", blurred, cols).reshape(len(images), -1))
+    return np.concatenate(features, axis=1)
 
 
 #: px of position per radian of block angle in `pose_features`: DINO-WM's success tolerances

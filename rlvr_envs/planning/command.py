@@ -24,6 +24,8 @@ PLANNERS = ("base", "rlvr", "random", "true_sim")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from rlvr_envs.planning.cem import OBJECTIVES
+
     parser.add_argument("--planners", default="base,random,true_sim",
                         help=f"comma-separated, of {','.join(PLANNERS)} (rlvr needs --rlvr-model)")
     parser.add_argument("--base-model", default=None, help="base world model dir (default: the shipped MLE model)")
@@ -40,9 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init-std", type=float, default=60.0)
     parser.add_argument("--rounds", type=int, default=2, help="plans per episode (MPC)")
     parser.add_argument("--execute", type=int, default=None, help="chunks executed per plan (default: all)")
-    parser.add_argument("--objective", default="pixels", choices=("pixels", "tokenizer", "pose"),
-                        help="distance of the predicted final frame to the goal image: pixels, the tokenizer's "
-                             "latent, or the agent and block poses the PushT frame judge reads")
+    parser.add_argument("--objective", default="pixels", choices=OBJECTIVES,
+                        help="distance of the predicted final frame to the goal image: pixels, pixels and "
+                             "blurred copies (distance keeps growing once objects no longer overlap), the "
+                             "tokenizer's latent, or the agent and block poses the PushT frame judge reads")
     parser.add_argument("--batch-size", type=int, default=300, help="world-model generation batch")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None, help="torch threads")
