@@ -148,11 +148,12 @@ def blurred_pixels(frames: np.ndarray) -> np.ndarray:
     direction to move it in. The blurred copies keep the distance growing with the gap."""
     images = np.asarray(frames, dtype=np.float64) / 255.0
     _, height, width, _ = images.shape
+    planes = images.transpose(0, 3, 1, 2)  # [N, C, H, W]: each blur is two matrix products per plane
     features = [images.reshape(len(images), -1)]
     for fraction in BLUR_SIGMAS:
         rows, cols = _blur_matrix(height, fraction * height), _blur_matrix(width, fraction * width)
-        blurred = np.einsum("ij,njkc->nikc", rows, images)
-        features.append(np.einsum("nikc,lk->nilc", blurred, cols).reshape(len(images), -1))
+        blurred = rows @ planes @ cols.T
+        features.append(blurred.transpose(0, 2, 3, 1).reshape(len(images), -1))
     return np.concatenate(features, axis=1)
 
 
