@@ -61,9 +61,8 @@ def main(argv=None) -> int:
 
     from rlvr_envs.policy_eval.pusht_judge import read_objects
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
-    from rlvr_envs.video.pusht import PushTEpisodeDataset
+    from rlvr_envs.video.pusht import PushTEpisodeDataset, cem_like_targets
     from rlvr_envs.video.task import embedded_heldout_dir, skip_frames
-    from rlvr_envs.video.pusht import cem_like_targets
 
     torch.set_num_threads(args.threads)
     models = {}

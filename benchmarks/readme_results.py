@@ -1008,6 +1008,10 @@ SECTIONS: tuple[Section, ...] = (
                       "benchmarks/results/pusht_planning_longer:true_sim,random",
                       "PushT CEM planning after 4000 more MLE steps on data with CEM-like episodes, and two rounds "
                       "of rollout GRPO from there"),
+    _planning_section("PushT CEM planning with the blurred-pixels objective", "pusht_planning_blurred_pixels",
+                      "runs/plan/blur_base runs/plan/blur_rlvr runs/plan/blur_baselines",
+                      "PushT CEM planning with the blurred-pixels objective (the shipped MLE12k and rollout-RLVR "
+                      "models)"),
     _planning_section("PushT CEM planning with the pose objective", "pusht_planning_pose_objective",
                       "runs/plan/pose_long2 runs/plan/pose_long2_rlvr_beta04 runs/plan/pose_true_sim "
                       "runs/plan/pose_random"),
