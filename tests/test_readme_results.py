@@ -25,7 +25,8 @@ COMMITTED = {"`rlvr-world demo`", "RLVR on the PushT world model", "GRPO on Push
              "PushT CEM planning after a third round of GRPO on the model's own rollouts",
              "PushT CEM planning after rollout GRPO with the agent's error weighted 3x",
              "PushT CEM planning after rollout GRPO, retrained", "Action following of the retrained models",
-             "Action following after MLE on CEM-like episodes", "PushT CEM planning after MLE on CEM-like episodes"}
+             "Action following after MLE on CEM-like episodes", "PushT CEM planning after MLE on CEM-like episodes",
+             "PushT CEM planning with the blurred-pixels objective"}
 
 
 def _block(readme: str) -> str:
