@@ -929,6 +929,14 @@ def _planning_section(title: str, stem: str, runs: str, heading: str | None = No
                    partial(_planning, heading=heading or title))
 
 
+def _fidelity_section(title: str, stem: str, heading: str,
+                      arguments: str = "--horizon 5 --models NAME=DIR ...") -> Section:
+    """A `benchmarks.learned_sim_fidelity --out benchmarks/results/STEM` table."""
+    return Section(title, (f"{stem}.json",),
+                   f"python -m benchmarks.learned_sim_fidelity {arguments} --out benchmarks/results/{stem}",
+                   partial(_fidelity, heading=heading))
+
+
 SECTIONS: tuple[Section, ...] = (
     Section("`rlvr-world demo`", ("demo_pusht/results.json",), "rlvr-world demo --out runs/demo", _demo),
     Section("`rlvr-world demo --domain text`", ("demo_text/results.json",),
@@ -964,17 +972,13 @@ SECTIONS: tuple[Section, ...] = (
             _planning),
     Section("Does the learned simulator follow its actions?", ("learned_sim_fidelity.json",),
             "python -m benchmarks.learned_sim_fidelity", _fidelity),
-    Section("Longer MLE and the pose reward: action following", ("learned_sim_fidelity_pose_reward.json",),
-            "python -m benchmarks.learned_sim_fidelity --models NAME=DIR ... --out "
-            "benchmarks/results/learned_sim_fidelity_pose_reward",
-            partial(_fidelity, heading="Action following after longer MLE and GRPO on the pose reward")),
+    _fidelity_section("Longer MLE and the pose reward: action following", "learned_sim_fidelity_pose_reward",
+                      "Action following after longer MLE and GRPO on the pose reward", "--models NAME=DIR ..."),
     _planning_section("PushT CEM planning with the longer-trained models", "pusht_planning_longer",
                       "runs/plan/long2 runs/plan/long2_rlvr_beta04 benchmarks/results/pusht_planning:true_sim,random",
                       "PushT CEM planning with the longer-trained world models"),
-    Section("Action following over several chunks", ("learned_sim_fidelity_rollouts.json",),
-            "python -m benchmarks.learned_sim_fidelity --horizon 5 --models NAME=DIR ... --out "
-            "benchmarks/results/learned_sim_fidelity_rollouts",
-            partial(_fidelity, heading="Action following over several chunks, and GRPO on the model's own rollouts")),
+    _fidelity_section("Action following over several chunks", "learned_sim_fidelity_rollouts",
+                      "Action following over several chunks, and GRPO on the model's own rollouts"),
     _planning_section("PushT CEM planning after GRPO on the model's own rollouts", "pusht_planning_rollout_grpo",
                       "runs/plan/long2 runs/plan/long2_rollout_round2 "
                       "benchmarks/results/pusht_planning_longer:true_sim,random"),
@@ -982,11 +986,9 @@ SECTIONS: tuple[Section, ...] = (
                       "pusht_planning_rollout_grpo_round3",
                       "runs/plan/long2 runs/plan/long2_rollout_round3 "
                       "benchmarks/results/pusht_planning_longer:true_sim,random"),
-    Section("Action following of the retrained models", ("learned_sim_fidelity_retrained.json",),
-            "python -m benchmarks.learned_sim_fidelity --horizon 5 --models NAME=DIR ... --out "
-            "benchmarks/results/learned_sim_fidelity_retrained",
-            partial(_fidelity, heading="Action following of the shipped MLE12k and rollout-GRPO models, and of "
-                    "rollout GRPO with the agent's error weighted 3x")),
+    _fidelity_section("Action following of the retrained models", "learned_sim_fidelity_retrained",
+                      "Action following of the shipped MLE12k and rollout-GRPO models, and of rollout GRPO with "
+                      "the agent's error weighted 3x"),
     _planning_section("PushT CEM planning after rollout GRPO, retrained", "pusht_planning_rollout_grpo_retrained",
                       "runs/plan/long2 runs/plan/long2_rollout_round2 "
                       "benchmarks/results/pusht_planning_longer:true_sim,random",
@@ -998,11 +1000,9 @@ SECTIONS: tuple[Section, ...] = (
                       "benchmarks/results/pusht_planning_longer:true_sim,random",
                       "PushT CEM planning after two rounds of rollout GRPO with the agent's error weighted 3x "
                       "(base and RLVR retrained)"),
-    Section("Action following after MLE on CEM-like episodes", ("learned_sim_fidelity_cem_data.json",),
-            "python -m benchmarks.learned_sim_fidelity --horizon 5 --models NAME=DIR ... --out "
-            "benchmarks/results/learned_sim_fidelity_cem_data",
-            partial(_fidelity, heading="Action following after 4000 more MLE steps on data with CEM-like episodes, "
-                    "and after rollout GRPO from there")),
+    _fidelity_section("Action following after MLE on CEM-like episodes", "learned_sim_fidelity_cem_data",
+                      "Action following after 4000 more MLE steps on data with CEM-like episodes, and after "
+                      "rollout GRPO from there"),
     _planning_section("PushT CEM planning after MLE on CEM-like episodes", "pusht_planning_cem_data",
                       "runs/plan/cem_base runs/plan/cem_rollout_r2 "
                       "benchmarks/results/pusht_planning_longer:true_sim,random",
