@@ -76,6 +76,9 @@ def merge(entries: list[str], out: Path = RESULTS) -> dict:
         for key in ("cem", "mpc", "data"):
             if report[key] != first[key]:
                 raise SystemExit(f"{directory} has another {key} ({report[key]}) than {directories[0]} ({first[key]})")
+        if report.get("history", 0) != first.get("history", 0):
+            raise SystemExit(f"{directory} gave the planners {report.get('history', 0)} history frames, "
+                             f"{directories[0]} {first.get('history', 0)}")
         if run_objective(report) != run_objective(first):
             raise SystemExit(f"{directory} planned with the objective {run_objective(report)!r}, {directories[0]} "
                              f"with {run_objective(first)!r}")

@@ -175,6 +175,70 @@ def test_planning_tasks_and_summary():
     assert summary["success_rate"] == 0.75 and summary["successes"] == 3
 
 
+def test_planning_tasks_attach_the_recorded_history_before_the_start():
+    from rlvr_envs.planning import planning_tasks
+
+    class Episode:
+        def __init__(self, n, index):
+            self.physics, self.index = np.arange(n * 10, dtype=float).reshape(n, 10), index
+            self.frames = np.arange(n, dtype=np.uint8)[:, None, None, None] * np.ones((1, 4, 4, 3), np.uint8)
+            self.actions = np.arange((n - 1) * 2, dtype=float).reshape(n - 1, 2)
+
+    episodes = [Episode(60, 0), Episode(40, 1)]
+    plain, with_history = planning_tasks(episodes, 12, seed=1), planning_tasks(episodes, 12, seed=1, history=2)
+    assert [t.source for t in plain] == [t.source for t in with_history]  # the same pairs are drawn
+    assert all(t.history_frames is None and t.history_actions is None for t in plain)
+    lengths = set()
+    for task in with_history:
+        step = int(task.start[0]) // 10 % (60 if task.source.startswith("episode 0") else 40)
+        episode = episodes[int(task.source.split()[1])]
+        expected = [s for s in (step - 10, step - 5) if s >= 0]
+        lengths.add(len(expected))
+        if not expected:
+            assert task.history_frames is None and task.history_actions is None
+            continue
+        assert [int(f[0, 0, 0]) for f in task.history_frames] == expected  # a frame every chunk, oldest first
+        assert np.array_equal(task.history_actions, np.stack([episode.actions[s:s + 5] for s in expected]))
+    assert 2 in lengths
+    with pytest.raises(ValueError, match="history"):
+        planning_tasks(episodes, 1, history=-1)
+
+
+def test_a_learned_simulator_plans_from_the_recorded_history(task, real):
+    from rlvr_envs.planning import CEMConfig, CEMPlanner, MPCConfig, Observation, PlanningTask, run_episode
+    from rlvr_envs.simulators import LearnedPushTSim
+    from rlvr_envs.video.frame_tokenizer import FrameTokenizer
+    from rlvr_envs.video.layout import VideoVocabulary
+    from rlvr_envs.video.task import default_tokenizer_dir
+    from rlvr_envs.video.world_model import build_world_model
+
+    tokenizer = FrameTokenizer.load(default_tokenizer_dir())
+    model = build_world_model(VideoVocabulary(tokenizer.config.codebook_size, 256), 300, "tiny")
+    sim = LearnedPushTSim(model, tokenizer, reward="none", batch_size=8)
+    history_frames = np.stack([real.render_physics(task.start)] * 2)
+    history_frames[0, :4] = 0  # marks the oldest frame
+    history_actions = np.full((2, 5, 2), 100.0)
+    with_history = PlanningTask(0, task.start, task.goal, task.source, history_frames, history_actions)
+    seen = []
+
+    class Spy(CEMPlanner):
+        def plan(self, observation: Observation, rng):
+            seen.append((observation.frames.copy(), None if observation.actions is None else observation.actions.copy()))
+            return super().plan(observation, rng)
+
+    planner = Spy(sim, CEMConfig(**TINY), "pixels", name="learned")
+    result = run_episode(real, planner, with_history, MPCConfig(rounds=2, execute=1), seed=0)
+    (first_frames, first_actions), (second_frames, second_actions) = seen
+    assert first_frames.shape[0] == 3 and np.array_equal(first_frames[:2], history_frames)
+    assert np.array_equal(first_actions, history_actions)
+    # after one executed chunk the newest recorded frame and chunk are the oldest the model still sees
+    assert np.array_equal(second_frames[0], history_frames[1]) and np.array_equal(second_actions[0], history_actions[1])
+    assert not np.array_equal(second_actions[1], history_actions[1])  # then the chunk played in the real env
+    assert result.chunks == 2 and len(seen) == 2
+    run_episode(real, planner, task, MPCConfig(rounds=1), seed=0)  # no history: the start frame alone
+    assert seen[-1][0].shape[0] == 1 and seen[-1][1] is None
+
+
 def test_plan_command_writes_results_and_gifs(tmp_path, capsys):
     import json
 
@@ -218,6 +282,15 @@ def test_plan_command_resume_keeps_finished_episodes(tmp_path):
               "--out", str(out)])
     with pytest.raises(SystemExit, match="objective 'pixels', not 'pose'"):
         main(["plan", "--planners", "random", "--episodes", "3", "--resume", "--objective", "pose", *budget])
+    with pytest.raises(SystemExit, match="--history 0, not 2"):
+        main(["plan", "--planners", "random", "--episodes", "3", "--resume", "--history", "2", *budget])
+    assert main(["plan", "--planners", "random", "--episodes", "1", "--history", "2", *budget[:-1],
+                 str(tmp_path / "history")]) == 0
+    assert json.loads((tmp_path / "history" / "results.json").read_text())["history"] == 2
+    from benchmarks.pusht_planning import merge
+
+    with pytest.raises(SystemExit, match="history frames"):
+        merge([str(out), str(tmp_path / "history")], tmp_path / "merged")
 
 
 def test_separate_planner_runs_merge_into_one_report(tmp_path):

@@ -247,19 +247,32 @@ class RandomPlanner:
 # -- episodes ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PlanningTask:
-    """One planning episode: reach `goal` (physics) from `start` (physics)."""
+    """One planning episode: reach `goal` (physics) from `start` (physics).
+
+    `history_frames` [n, H, W, 3] and `history_actions` [n, 5, 2]: what was seen and done in the
+    recorded episode just before the start (a frame every chunk, oldest first, and the chunk
+    played from each), so a learned simulator's first plan conditions on real motion instead of
+    an agent at rest; empty unless `planning_tasks(history=...)` asked for them."""
 
     index: int
     start: np.ndarray
     goal: np.ndarray
     source: str = ""
+    history_frames: np.ndarray | None = field(default=None, repr=False)
+    history_actions: np.ndarray | None = field(default=None, repr=False)
 
 
 def planning_tasks(episodes: Sequence[Any], count: int, offset: int = 25, seed: int = 0,
-                   skip_solved: bool = True) -> list[PlanningTask]:
+                   skip_solved: bool = True, history: int = 0, frame_skip: int = 5) -> list[PlanningTask]:
     """`count` (start, goal) pairs, goal `offset` simulator steps after start in the same episode
     (DINO-WM: 25), from recorded PushT episodes (each with `physics` [T+1, 10]); seeded. Pairs
-    whose start already meets the goal (DINO-WM's criterion) are redrawn (`skip_solved`)."""
+    whose start already meets the goal (DINO-WM's criterion) are redrawn (`skip_solved`).
+
+    `history` > 0 attaches up to that many recorded frames (`frame_skip` steps apart) before the
+    start and the chunks between them (fewer near an episode's beginning; the episodes need
+    `frames` and `actions`). The pairs drawn do not depend on it."""
+    if history < 0:
+        raise ValueError(f"history must be >= 0; got {history}")
     from rlvr_envs.simulators.real import dino_wm_success
 
     rng = np.random.default_rng(seed)
@@ -276,8 +289,13 @@ def planning_tasks(episodes: Sequence[Any], count: int, offset: int = 25, seed: 
         t = int(rng.integers(0, len(physics) - offset))
         if skip_solved and dino_wm_success(physics[t], physics[t + offset])[0]:
             continue  # the start already meets the goal: nothing to plan
+        earlier = min(history, t // frame_skip)
+        steps = [t - frame_skip * k for k in range(earlier, 0, -1)]
+        past = {} if not earlier else {
+            "history_frames": np.asarray(episodes[e].frames)[steps].copy(),
+            "history_actions": np.stack([np.asarray(episodes[e].actions)[s:s + frame_skip] for s in steps])}
         tasks.append(PlanningTask(len(tasks), physics[t].copy(), physics[t + offset].copy(),
-                                  f"episode {getattr(episodes[e], 'index', e)} step {t}"))
+                                  f"episode {getattr(episodes[e], 'index', e)} step {t}", **past))
     return tasks
 
 
@@ -314,6 +332,8 @@ def run_episode(env, planner: Planner, task: PlanningTask, mpc: MPCConfig = MPCC
     goal_frame = env.render_physics(task.goal)
     frame, info = env.reset(options={"physics": task.start})
     frames, chunks = [frame], []
+    past_frames = [] if task.history_frames is None else list(task.history_frames)
+    past_chunks = [] if task.history_actions is None else list(task.history_actions)
     success, errors = dino_wm_success(info["physics"], task.goal)
     predicted = None
     executed = 0
@@ -321,10 +341,11 @@ def run_episode(env, planner: Planner, task: PlanningTask, mpc: MPCConfig = MPCC
         if success:
             break
         history = getattr(getattr(planner, "simulator", None), "history", 3)
+        seen, done = past_frames + frames, past_chunks + chunks
         observation = Observation(
-            frames=np.stack(frames[-history:]),
-            actions=np.asarray(chunks[max(0, len(chunks) - (history - 1)):]).reshape(-1, mpc.frame_skip, 2)
-            if chunks else None,
+            frames=np.stack(seen[-history:]),
+            actions=np.asarray(done[max(0, len(done) - (history - 1)):]).reshape(-1, mpc.frame_skip, 2)
+            if done else None,
             goal=goal_frame, agent_position=np.asarray(info["physics"][0:2]),
             physics=info["physics"] if getattr(getattr(planner, "simulator", None), "exact", False) else None)
         plan = planner.plan(observation, rng)

@@ -35,6 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heldout-episodes", type=int, default=12, help="size of the embedded held-out set")
     parser.add_argument("--episodes", type=int, default=50)
     parser.add_argument("--offset", type=int, default=25, help="simulator steps from start to goal (DINO-WM 25)")
+    parser.add_argument("--history", type=int, default=0,
+                        help="recorded frames before the start the planners see (a frame every chunk, and the "
+                             "chunks between them): a learned simulator's first plan then starts from real motion "
+                             "(0: the start frame alone, an agent at rest)")
     parser.add_argument("--horizon", type=int, default=5)
     parser.add_argument("--samples", type=int, default=300)
     parser.add_argument("--top-k", type=int, default=30)
@@ -100,7 +104,9 @@ def run(args: argparse.Namespace) -> int:
     mpc = MPCConfig(rounds=args.rounds, execute=args.execute)
     data = args.data or embedded_heldout_dir(args.heldout_episodes, 64)
     episodes = PushTEpisodeDataset(data)
-    tasks = planning_tasks(list(episodes), args.episodes, args.offset, args.seed)
+    if args.history < 0:
+        raise SystemExit("--history must be >= 0")
+    tasks = planning_tasks(list(episodes), args.episodes, args.offset, args.seed, history=args.history)
     real = PushTChunkEnv(resolution=64, max_steps=10_000)
     planners = {}
     for name in names:
@@ -114,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
             planners[name] = RandomPlanner(config)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    done = _previous_rows(out / "results.json", config, mpc, args.objective) if args.resume else {}
+    done = _previous_rows(out / "results.json", config, mpc, args.objective, args.history) if args.resume else {}
     rows, summary = [], {}
     for name, planner in planners.items():
         results = []
@@ -138,9 +144,9 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _previous_rows(path: Path, config, mpc, objective: str) -> dict:
-    """{(planner, episode index): row} of an earlier run in OUT with the same budget and
-    objective; {} if none."""
+def _previous_rows(path: Path, config, mpc, objective: str, history: int = 0) -> dict:
+    """{(planner, episode index): row} of an earlier run in OUT with the same budget, objective
+    and history; {} if none."""
     if not path.exists():
         return {}
     previous = json.loads(path.read_text())
@@ -150,6 +156,9 @@ def _previous_rows(path: Path, config, mpc, objective: str) -> dict:
     if run_objective(previous) != objective:
         raise SystemExit(f"--resume: {path} was made with the objective {run_objective(previous)!r}, not "
                          f"{objective!r}; use a new --out")
+    if previous.get("history", 0) != history:
+        raise SystemExit(f"--resume: {path} was made with --history {previous.get('history', 0)}, not {history}; "
+                         f"use a new --out")
     return {(row["planner"], row["index"]): row for row in previous.get("episodes", [])}
 
 
@@ -168,7 +177,7 @@ def _report(args, config, mpc, data, summary, rows) -> dict:
     return {"command": recorded_command("rlvr-world plan", args),
             "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "time": time.strftime("%Y-%m-%d %H:%M"),
             "cem": vars(config) if hasattr(config, "__dict__") else str(config), "mpc": vars(mpc), "data": str(data),
-            "objective": args.objective,
+            "objective": args.objective, "history": args.history,
             "success": "DINO-WM eval_state on the real env: agent+block position error < 20 px, angle < pi/9",
             "summary": summary, "episodes": rows}
 
