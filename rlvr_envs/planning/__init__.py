@@ -16,8 +16,10 @@ from rlvr_envs.planning.cem import (
     Planner,
     RandomPlanner,
     blurred_pixels,
+    cem_candidates,
     cem_optimize,
     embedding,
+    observe,
     planning_tasks,
     run_episode,
     success_summary,
@@ -25,5 +27,5 @@ from rlvr_envs.planning.cem import (
 )
 
 __all__ = ["OBJECTIVES", "CEMConfig", "CEMPlanner", "EpisodeResult", "MPCConfig", "Observation", "PlanningTask",
-           "Planner", "RandomPlanner", "blurred_pixels", "cem_optimize", "embedding", "planning_tasks", "run_episode",
-           "success_summary", "wilson_interval"]
+           "Planner", "RandomPlanner", "blurred_pixels", "cem_candidates", "cem_optimize", "embedding", "observe",
+           "planning_tasks", "run_episode", "success_summary", "wilson_interval"]

@@ -186,6 +186,14 @@ def pose_features(frames: np.ndarray) -> np.ndarray:
     return features
 
 
+def cem_candidates(mean: np.ndarray, std: np.ndarray, samples: int, rng: np.random.Generator) -> np.ndarray:
+    """One CEM draw: `samples` Gaussian candidates around `mean` (the first one the mean itself,
+    so it stays in the running), clipped to the arena."""
+    candidates = np.clip(mean + std * rng.standard_normal((samples, *np.shape(mean))), 0.0, ARENA_SIZE)
+    candidates[0] = np.clip(mean, 0.0, ARENA_SIZE)
+    return candidates
+
+
 def cem_optimize(cost: Callable[[np.ndarray], np.ndarray], config: CEMConfig, mean: np.ndarray,
                  rng: np.random.Generator, frame_skip: int = 5) -> tuple[np.ndarray, dict[str, Any]]:
     """Minimise `cost(actions [N, H, frame_skip, 2]) -> [N]` by CEM from `mean` [H, frame_skip, 2].
@@ -197,8 +205,7 @@ def cem_optimize(cost: Callable[[np.ndarray], np.ndarray], config: CEMConfig, me
     std = np.full(shape, config.init_std)
     trace = []
     for _ in range(config.iterations):
-        samples = np.clip(mean + std * rng.standard_normal((config.samples, *shape)), 0.0, ARENA_SIZE)
-        samples[0] = np.clip(mean, 0.0, ARENA_SIZE)  # keep the current mean in the running
+        samples = cem_candidates(mean, std, config.samples, rng)
         costs = np.asarray(cost(samples), dtype=np.float64)
         order = np.argsort(costs, kind="stable")[: config.top_k]
         elites = samples[order]
@@ -217,7 +224,9 @@ class CEMPlanner:
         self.embed = embedding(objective, getattr(simulator, "tokenizer", None))
         self.last_trace: dict[str, Any] = {}
 
-    def plan(self, observation: Observation, rng: np.random.Generator) -> np.ndarray:
+    def cost_function(self, observation: Observation) -> Callable[[np.ndarray], np.ndarray]:
+        """actions [N, H, 5, 2] -> [N]: each candidate's objective cost from this observation
+        (the distance of its predicted final frame to the goal image in the embedding)."""
         start = self.simulator.planning_start(observation)
         goal = self.embed(np.asarray(observation.goal)[None])
 
@@ -228,9 +237,12 @@ class CEMPlanner:
 
                 final = resize_frames(final, observation.goal.shape[:2])
             return ((self.embed(final) - goal) ** 2).mean(axis=1)
+        return cost
 
+    def plan(self, observation: Observation, rng: np.random.Generator) -> np.ndarray:
         mean = observation.agent_position if observation.agent_position is not None else np.full(2, ARENA_SIZE / 2)
-        plan, self.last_trace = cem_optimize(cost, self.config, mean, rng, self.frame_skip)
+        plan, self.last_trace = cem_optimize(self.cost_function(observation), self.config, mean, rng,
+                                             self.frame_skip)
         return plan
 
 
@@ -319,6 +331,21 @@ class EpisodeResult:
         return data
 
 
+def observe(planner: Planner, frames: list, chunks: list, goal: np.ndarray, physics: np.ndarray,
+            frame_skip: int = 5) -> Observation:
+    """What `planner` is shown: the last frames its simulator's context holds (all the real frames
+    so far, oldest first, and the chunks between them), the goal image, the agent's position; the
+    exact state only for a simulator that may read it (the true-simulator upper bound)."""
+    simulator = getattr(planner, "simulator", None)
+    history = getattr(simulator, "history", 3)
+    return Observation(
+        frames=np.stack(frames[-history:]),
+        actions=np.asarray(chunks[max(0, len(chunks) - (history - 1)):]).reshape(-1, frame_skip, 2)
+        if chunks else None,
+        goal=goal, agent_position=np.asarray(physics[0:2]),
+        physics=physics if getattr(simulator, "exact", False) else None)
+
+
 def run_episode(env, planner: Planner, task: PlanningTask, mpc: MPCConfig = MPCConfig(), seed: int = 0,
                 record: bool = False) -> EpisodeResult:
     """Plan from the task's start toward its goal image; act in `env` (a `PushTChunkEnv`, the
@@ -340,14 +367,8 @@ def run_episode(env, planner: Planner, task: PlanningTask, mpc: MPCConfig = MPCC
     for _ in range(mpc.rounds):
         if success:
             break
-        history = getattr(getattr(planner, "simulator", None), "history", 3)
-        seen, done = past_frames + frames, past_chunks + chunks
-        observation = Observation(
-            frames=np.stack(seen[-history:]),
-            actions=np.asarray(done[max(0, len(done) - (history - 1)):]).reshape(-1, mpc.frame_skip, 2)
-            if done else None,
-            goal=goal_frame, agent_position=np.asarray(info["physics"][0:2]),
-            physics=info["physics"] if getattr(getattr(planner, "simulator", None), "exact", False) else None)
+        observation = observe(planner, past_frames + frames, past_chunks + chunks, goal_frame, info["physics"],
+                              mpc.frame_skip)
         plan = planner.plan(observation, rng)
         if record and predicted is None and hasattr(planner, "simulator"):
             start = planner.simulator.planning_start(observation)
