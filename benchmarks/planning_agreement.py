@@ -198,7 +198,8 @@ def markdown(report: dict) -> str:
         cells.append(f"{s['pick_distance']['mean']:.1f} ({s['pick_distance']['median']:.1f})")
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     ref = report["reference"]
-    lines += ["", f"Reference: the best candidate's goal distance {ref['oracle_pick_distance']['mean']:.1f} px "
+    lines += ["", f"Chance overlap of the top {report['top_k']}: {report['top_k'] / report['candidates']:.3f}. "
+              f"Reference: the best candidate's goal distance {ref['oracle_pick_distance']['mean']:.1f} px "
               f"({ref['oracle_pick_distance']['median']:.1f}), a candidate's on average "
               f"{ref['mean_candidate_distance']['mean']:.1f} px ({ref['mean_candidate_distance']['median']:.1f}).", "",
               "Paired differences (mean ± standard error over episodes, paired t-test):", "",

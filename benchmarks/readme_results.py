@@ -597,7 +597,7 @@ def _pusht_data(files: list[dict]) -> str:
 
 
 PLANNERS = {"base": "CEM, MLE base world model", "rlvr": "CEM, RLVR world model", "random": "random actions",
-            "true_sim": "CEM, true simulator"}
+            "true_sim": "CEM, true simulator", "blind": "CEM, random costs (no model)"}
 
 
 OBJECTIVES = {"pixels": "squared pixel distance of the predicted final frame to the goal image",
@@ -730,6 +730,48 @@ def _fidelity(files: list[dict], heading: str = "Does the learned simulator foll
             f"the position could be read by the judge's readers; \"copy\" predicts no motion).{verdict}\n\n"
             + _table(["simulator", "chunk", "agent error", "block error (median / mean)", "positions read",
                       "real agent motion"], ["---", "---", "---:", "---:", "---:", "---:"], rows))
+
+
+def _count(n: int, noun: str) -> str:
+    """"1 chunk", "5 chunks"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _planning_agreement(files: list[dict]) -> str:
+    """`benchmarks.planning_agreement` files, one after the other."""
+    return "\n\n".join(_one_planning_agreement(d) for d in files if "summary" in d)
+
+
+def _one_planning_agreement(d: dict) -> str:
+    """How each learned simulator ranks CEM's candidates against the true simulator, with the
+    paired differences (chance overlap of the top k: k / candidates)."""
+    metrics = ("spearman_true_cost", "spearman_goal_distance", "elite_overlap")
+    rows = [[name, *(f"{s[m]['mean']:.3f} ({s[m]['median']:.2f})" for m in metrics),
+             f"{s['pick_distance']['mean']:.1f} ({s['pick_distance']['median']:.1f})"]
+            for name, s in d["summary"].items()]
+    pairs = [[pair, *(f"{v['mean']:+.3f} ± {v['se']:.3f} (p {_p(v['p'])})" for v in by_metric.values())]
+             for pair, by_metric in d["paired"].items()]
+    ref = d["reference"]
+    return (f"**Candidate ranking: learned vs true simulator, {d['objective']} objective, "
+            f"{_count(d['horizon'], 'chunk')}** (`{d['command']}`, {_shown(d['_file'])}; "
+            f"{d['machine']}, {d['time']}): from the start of each of the {d['episodes']} planning episodes, CEM's "
+            f"first draw of {d['candidates']} candidates ({_count(d['horizon'], 'chunk')}, std {d['init_std']:g} px "
+            f"around the "
+            f"agent) scored by each simulator with the {d['objective']} objective and rolled out in the real one. "
+            f"Means over episodes (medians in brackets) of the rank correlation of a simulator's costs with the true "
+            f"simulator's and with the real final state's goal distance (position error plus the angle error in px, "
+            f"DINO-WM's tolerances weighing the same), the share of its top {d['top_k']} (CEM's elites) among the "
+            f"true simulator's (chance: {d['top_k'] / d['candidates']:.3f}), and the real goal distance of the candidate it ranks first (best candidate "
+            f"{ref['oracle_pick_distance']['mean']:.1f} px, an average one "
+            f"{ref['mean_candidate_distance']['mean']:.1f}).\n\n"
+            + _table(["simulator", "rank corr. with true-sim cost", "rank corr. with goal distance",
+                      f"top-{d['top_k']} overlap", "goal distance of its pick (px)"],
+                     ["---", "---:", "---:", "---:", "---:"], rows)
+            + "\n\nPaired differences over the same episodes and candidates (mean ± standard error, paired "
+              "t-test):\n\n"
+            + _table(["pair", "rank corr. with true-sim cost", "rank corr. with goal distance",
+                      f"top-{d['top_k']} overlap", "goal distance of its pick (px)"],
+                     ["---", "---", "---", "---", "---"], pairs))
 
 
 def _rl_algorithms(files: list[dict]) -> str:
@@ -1012,9 +1054,16 @@ SECTIONS: tuple[Section, ...] = (
                       "runs/plan/blur_base runs/plan/blur_rlvr runs/plan/blur_baselines",
                       "PushT CEM planning with the blurred-pixels objective (the shipped MLE12k and rollout-RLVR "
                       "models)"),
+    _planning_section("PushT CEM planning against the blind-CEM floor", "pusht_planning_blind_floor",
+                      "benchmarks/results/pusht_planning_rollout_grpo_retrained:base,rlvr,true_sim,random "
+                      "runs/plan/blind",
+                      "PushT CEM planning against CEM with random costs (the models of the retrained table)"),
     _planning_section("PushT CEM planning with the pose objective", "pusht_planning_pose_objective",
                       "runs/plan/pose_long2 runs/plan/pose_long2_rlvr_beta04 runs/plan/pose_true_sim "
                       "runs/plan/pose_random"),
+    Section("Candidate ranking: learned vs true simulator", ("planning_agreement.json",),
+            "python -m benchmarks.planning_agreement --models NAME=DIR ... --out benchmarks/results/planning_agreement",
+            _planning_agreement, optional=("planning_agreement_pose_h1.json", "planning_agreement_pose.json")),
     Section("Language world models on MiniWeb", ("web_world_models.json",),
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniWeb-v0 --models sft=DIR rlvr=DIR "
             "--out benchmarks/results/web_world_models.json", _language_world_models),

@@ -158,6 +158,20 @@ def test_cem_on_a_learned_simulator_never_sees_the_state(task, real):
     assert seen == [None] and result.chunks == 2 and result.planner == "learned"
 
 
+def test_blind_cem_searches_around_the_agent_without_looking_at_the_goal(task, real):
+    from rlvr_envs.planning import BlindCEMPlanner, CEMConfig, MPCConfig, Observation, run_episode
+
+    planner = BlindCEMPlanner(CEMConfig(**TINY))
+    frame = real.render_physics(task.start)
+    agent = np.asarray(task.start[0:2])
+    plans = [planner.plan(Observation(frame[None], None, goal, agent), np.random.default_rng(3))
+             for goal in (frame, np.zeros_like(frame))]
+    assert plans[0].shape == (2, 5, 2) and np.array_equal(plans[0], plans[1])  # the goal plays no part
+    assert np.abs(plans[0] - agent).max() < 4 * CEMConfig(**TINY).init_std  # a search around the agent
+    result = run_episode(real, planner, task, MPCConfig(rounds=1), seed=0)
+    assert result.planner == "cem_blind" and result.chunks == 2
+
+
 def test_planning_tasks_and_summary():
     from rlvr_envs.planning import EpisodeResult, planning_tasks, success_summary, wilson_interval
 

@@ -7,6 +7,7 @@ batched `rollout`, `RandomPlanner`), goal-image objectives (`embedding`), the MP
 
 from rlvr_envs.planning.cem import (
     OBJECTIVES,
+    BlindCEMPlanner,
     CEMConfig,
     CEMPlanner,
     EpisodeResult,
@@ -26,6 +27,6 @@ from rlvr_envs.planning.cem import (
     wilson_interval,
 )
 
-__all__ = ["OBJECTIVES", "CEMConfig", "CEMPlanner", "EpisodeResult", "MPCConfig", "Observation", "PlanningTask",
-           "Planner", "RandomPlanner", "blurred_pixels", "cem_candidates", "cem_optimize", "embedding", "observe",
-           "planning_tasks", "run_episode", "success_summary", "wilson_interval"]
+__all__ = ["OBJECTIVES", "BlindCEMPlanner", "CEMConfig", "CEMPlanner", "EpisodeResult", "MPCConfig", "Observation",
+           "PlanningTask", "Planner", "RandomPlanner", "blurred_pixels", "cem_candidates", "cem_optimize", "embedding",
+           "observe", "planning_tasks", "run_episode", "success_summary", "wilson_interval"]

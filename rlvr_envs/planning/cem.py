@@ -256,6 +256,20 @@ class RandomPlanner:
         return rng.uniform(0.0, ARENA_SIZE, size=(self.config.horizon, self.frame_skip, 2))
 
 
+class BlindCEMPlanner:
+    """CEM around the agent whose costs are random numbers (no model, no objective): what the
+    search itself achieves when the simulator ranks its candidates no better than chance. A
+    learned simulator must beat this floor to have contributed anything to a plan."""
+
+    def __init__(self, config: CEMConfig = CEMConfig(), name: str = "cem_blind", frame_skip: int = 5):
+        self.config, self.name, self.frame_skip = config.validate(), name, frame_skip
+
+    def plan(self, observation: Observation, rng: np.random.Generator) -> np.ndarray:
+        mean = observation.agent_position if observation.agent_position is not None else np.full(2, ARENA_SIZE / 2)
+        plan, _ = cem_optimize(lambda actions: rng.random(len(actions)), self.config, mean, rng, self.frame_skip)
+        return plan
+
+
 # -- episodes ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class PlanningTask:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-PLANNERS = ("base", "rlvr", "random", "true_sim")
+PLANNERS = ("base", "rlvr", "random", "true_sim", "blind")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -86,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
     import torch
     from tqdm.auto import tqdm
 
-    from rlvr_envs.planning.cem import (CEMConfig, CEMPlanner, EpisodeResult, MPCConfig, RandomPlanner,
-                                        planning_tasks, run_episode, success_summary)
+    from rlvr_envs.planning.cem import (BlindCEMPlanner, CEMConfig, CEMPlanner, EpisodeResult, MPCConfig,
+                                        RandomPlanner, planning_tasks, run_episode, success_summary)
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         elif name == "true_sim":
             planners[name] = CEMPlanner(PushTChunkEnv(resolution=64), config, args.objective, name="cem_true_sim")
         else:
-            planners[name] = RandomPlanner(config)
+            planners[name] = RandomPlanner(config) if name == "random" else BlindCEMPlanner(config)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     done = _previous_rows(out / "results.json", config, mpc, args.objective, args.history) if args.resume else {}
