@@ -1,8 +1,8 @@
 """Planning with world models: CEM (DINO-WM's settings) in an MPC loop that acts in the real PushT.
 
 See `cem`: `CEMConfig`, the `Planner` protocol (`CEMPlanner` over any simulator with a
-batched `rollout`, `RandomPlanner`), goal-image objectives (`embedding`), the MPC loop
-`run_episode`, and `planning_tasks` (start/goal pairs from held-out episodes).
+batched `rollout`, `RandomPlanner`, `BlindCEMPlanner`), goal-image objectives (`embedding`),
+the MPC loop `run_episode`, and `planning_tasks` (start/goal pairs from held-out episodes).
 """
 
 from rlvr_envs.planning.cem import (

@@ -20,8 +20,9 @@ callable frames -> features, e.g. a pretrained image encoder; LPIPS features whe
 weights exist can be passed as such a callable).
 
 Planners share one protocol (`Planner.plan(observation) -> [H, 5, 2]`) and one MPC loop
-(`run_episode`), so CEM on the learned simulator, CEM on the true simulator (exact state
-restore) and random actions run with the same budget and the same episodes. Everything is
+(`run_episode`, which shows a planner what `observe` builds), so CEM on the learned simulator,
+CEM on the true simulator (exact state restore), CEM with random costs (`BlindCEMPlanner`, the
+floor) and random actions run with the same budget and the same episodes. Everything is
 seeded: episode i's planner RNG is `SeedSequence(seed, spawn_key=(i,))`.
 """
 
