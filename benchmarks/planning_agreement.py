@@ -111,6 +111,7 @@ def main(argv=None) -> int:
 
     from rlvr_envs.planning.cem import (CEMConfig, CEMPlanner, OBJECTIVES, cem_candidates, observe,
                                         planning_tasks)
+    from rlvr_envs.planning.command import objective_tokenizer
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
@@ -122,7 +123,8 @@ def main(argv=None) -> int:
     tasks = planning_tasks(list(PushTEpisodeDataset(embedded_heldout_dir(args.heldout_episodes, 64))),
                            args.episodes, args.offset, args.seed)
     real = PushTChunkEnv(resolution=64, max_steps=10_000)
-    planners = {"true_sim": CEMPlanner(PushTChunkEnv(resolution=64), config, args.objective, name="true_sim")}
+    planners = {"true_sim": CEMPlanner(PushTChunkEnv(resolution=64), config, args.objective, name="true_sim",
+                                       tokenizer=objective_tokenizer(args.objective))}
     for name, path in models.items():
         sim = LearnedPushTSim(path, None, reward="none", batch_size=args.candidates)
         planners[name] = CEMPlanner(sim, config, args.objective, name=name)

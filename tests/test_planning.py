@@ -268,6 +268,10 @@ def test_plan_command_writes_results_and_gifs(tmp_path, capsys):
     assert report["command"].startswith("rlvr-world plan --planners random,true_sim --heldout-episodes 2")
     assert "--command" not in report["command"] and "--resume" not in report["command"]
     assert (out / "gifs" / "true_sim_000.gif").is_file()
+    # the true simulator has no tokenizer of its own: the "tokenizer" objective borrows the shipped one
+    assert main(["plan", "--planners", "true_sim", "--episodes", "1", "--horizon", "1", "--samples", "4", "--top-k",
+                 "2", "--iterations", "1", "--rounds", "1", "--heldout-episodes", "2", "--gifs", "0", "--objective",
+                 "tokenizer", "--out", str(tmp_path / "tokenizer")]) == 0
 
 
 def test_plan_command_resume_keeps_finished_episodes(tmp_path):

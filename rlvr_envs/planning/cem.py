@@ -220,9 +220,11 @@ class CEMPlanner:
     (`LearnedPushTSim`, or `PushTChunkEnv` for the true-simulator upper bound)."""
 
     def __init__(self, simulator, config: CEMConfig = CEMConfig(), objective: str | Callable = "pixels",
-                 name: str = "cem", frame_skip: int = 5):
+                 name: str = "cem", frame_skip: int = 5, tokenizer=None):
+        """`tokenizer`: the FrameTokenizer of the "tokenizer" objective (default the simulator's own;
+        the true simulator has none, so give it the learned simulators' to compare like with like)."""
         self.simulator, self.config, self.name, self.frame_skip = simulator, config.validate(), name, frame_skip
-        self.embed = embedding(objective, getattr(simulator, "tokenizer", None))
+        self.embed = embedding(objective, tokenizer if tokenizer is not None else getattr(simulator, "tokenizer", None))
         self.last_trace: dict[str, Any] = {}
 
     def cost_function(self, observation: Observation) -> Callable[[np.ndarray], np.ndarray]:

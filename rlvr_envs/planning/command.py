@@ -115,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
             sim = LearnedPushTSim(model, args.tokenizer, reward="none", batch_size=args.batch_size)
             planners[name] = CEMPlanner(sim, config, args.objective, name=f"cem_{name}")
         elif name == "true_sim":
-            planners[name] = CEMPlanner(PushTChunkEnv(resolution=64), config, args.objective, name="cem_true_sim")
+            planners[name] = CEMPlanner(PushTChunkEnv(resolution=64), config, args.objective, name="cem_true_sim",
+                                        tokenizer=objective_tokenizer(args.objective, args.tokenizer))
         else:
             planners[name] = RandomPlanner(config) if name == "random" else BlindCEMPlanner(config)
     out = Path(args.out)
@@ -142,6 +143,18 @@ def run(args: argparse.Namespace) -> int:
         (out / "results.json").write_text(json.dumps(_report(args, config, mpc, data, summary, rows), indent=2) + "\n")
     print(format_table(summary, config))
     return 0
+
+
+def objective_tokenizer(objective: str, tokenizer: str | None = None):
+    """The FrameTokenizer a simulator without one (the true simulator) scores the "tokenizer"
+    objective with: `tokenizer` or the shipped one, the learned simulators' default; None for
+    the other objectives."""
+    if objective != "tokenizer":
+        return None
+    from rlvr_envs.video.frame_tokenizer import FrameTokenizer
+    from rlvr_envs.video.task import default_tokenizer_dir
+
+    return FrameTokenizer.load(tokenizer or default_tokenizer_dir()).eval()
 
 
 def _previous_rows(path: Path, config, mpc, objective: str, history: int = 0) -> dict:
