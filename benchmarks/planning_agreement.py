@@ -80,6 +80,8 @@ def paired(a: list[float], b: list[float]) -> dict[str, float]:
 
 
 def main(argv=None) -> int:
+    from rlvr_envs.planning.cem import OBJECTIVES
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", required=True, metavar="NAME=DIR",
                         help="learned simulators (world model dirs), e.g. base=DIR rlvr=DIR")
@@ -90,7 +92,7 @@ def main(argv=None) -> int:
     parser.add_argument("--init-std", type=float, default=60.0)
     parser.add_argument("--offset", type=int, default=25)
     parser.add_argument("--heldout-episodes", type=int, default=12)
-    parser.add_argument("--objective", default="pixels")
+    parser.add_argument("--objective", default="pixels", choices=OBJECTIVES)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=str(RESULTS))
@@ -109,15 +111,12 @@ def main(argv=None) -> int:
     import torch
     from tqdm.auto import tqdm
 
-    from rlvr_envs.planning.cem import (CEMConfig, CEMPlanner, OBJECTIVES, cem_candidates, observe,
-                                        planning_tasks)
+    from rlvr_envs.planning.cem import CEMConfig, CEMPlanner, cem_candidates, observe, planning_tasks
     from rlvr_envs.planning.command import objective_tokenizer
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
 
-    if args.objective not in OBJECTIVES:
-        parser.error(f"--objective must be one of {OBJECTIVES}")
     torch.set_num_threads(args.threads)
     config = CEMConfig(args.horizon, args.candidates, args.top_k, 1, args.init_std).validate()
     tasks = planning_tasks(list(PushTEpisodeDataset(embedded_heldout_dir(args.heldout_episodes, 64))),
