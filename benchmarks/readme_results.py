@@ -756,13 +756,13 @@ def _one_planning_agreement(d: dict) -> str:
             f"{_count(d['horizon'], 'chunk')}** (`{d['command']}`, {_shown(d['_file'])}; "
             f"{d['machine']}, {d['time']}): from the start of each of the {d['episodes']} planning episodes, CEM's "
             f"first draw of {d['candidates']} candidates ({_count(d['horizon'], 'chunk')}, std {d['init_std']:g} px "
-            f"around the "
-            f"agent) scored by each simulator with the {d['objective']} objective and rolled out in the real one. "
+            f"around the agent) scored by each simulator with the {d['objective']} objective and rolled out in the "
+            f"real one. "
             f"Means over episodes (medians in brackets) of the rank correlation of a simulator's costs with the true "
             f"simulator's and with the real final state's goal distance (position error plus the angle error in px, "
             f"DINO-WM's tolerances weighing the same), the share of its top {d['top_k']} (CEM's elites) among the "
-            f"true simulator's (chance: {d['top_k'] / d['candidates']:.3f}), and the real goal distance of the candidate it ranks first (best candidate "
-            f"{ref['oracle_pick_distance']['mean']:.1f} px, an average one "
+            f"true simulator's (chance: {d['top_k'] / d['candidates']:.3f}), and the real goal distance of the "
+            f"candidate it ranks first (best candidate {ref['oracle_pick_distance']['mean']:.1f} px, an average one "
             f"{ref['mean_candidate_distance']['mean']:.1f}).\n\n"
             + _table(["simulator", "rank corr. with true-sim cost", "rank corr. with goal distance",
                       f"top-{d['top_k']} overlap", "goal distance of its pick (px)"],

@@ -237,7 +237,8 @@ def test_a_learned_simulator_plans_from_the_recorded_history(task, real):
 
     class Spy(CEMPlanner):
         def plan(self, observation: Observation, rng):
-            seen.append((observation.frames.copy(), None if observation.actions is None else observation.actions.copy()))
+            actions = None if observation.actions is None else observation.actions.copy()
+            seen.append((observation.frames.copy(), actions))
             return super().plan(observation, rng)
 
     planner = Spy(sim, CEMConfig(**TINY), "pixels", name="learned")

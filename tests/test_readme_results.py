@@ -12,7 +12,8 @@ from benchmarks import readme_results as rr
 
 # Subsections whose results are committed today; they must stay measured.
 COMMITTED = {"`rlvr-world demo`", "PushT CEM planning against the blind-CEM floor",
-             "Candidate ranking: learned vs true simulator", "RLVR on the PushT world model", "GRPO on PushT multi-step",
+             "Candidate ranking: learned vs true simulator", "RLVR on the PushT world model",
+             "GRPO on PushT multi-step",
              "PushT video world models", "Compressed multi-step tokenizer", "KV-cached generation", "Env overhead",
              "Reward throughput", "Web verifier", "Hostile inputs", "PushT data", "PushT success judge",
              "Best-of-N test-time scaling", "GRPO ablations", "Text-game world models on MiniTextWorld",
