@@ -1089,7 +1089,7 @@ SECTIONS: tuple[Section, ...] = (
     _text_game_section("Text-game shipped longer-SFT model, sampled", "text_world_models_shipped_sampled",
                        "--samples 6 --temperature 0.7 --models sft_longer_shipped=DIR",
                        "Greedy and sampled answers of the shipped longer-SFT model"),
-    _text_game_section("Text-game GRPO from the shipped longer-SFT model", "text_world_models_shipped_grpo",
+    _text_game_section("Text-game GRPO from the shipped longer-SFT model", "text_world_models_shipped_grpo160",
                        "--models sft_longer_shipped=DIR rlvr_task_step80_seed0=DIR ...",
                        "GRPO (task reward) from the shipped longer-SFT model"),
     Section("Web agents on MiniWeb goals", ("web_agent/results.json",),
