@@ -67,16 +67,16 @@ def episode_metrics(costs: np.ndarray, true_costs: np.ndarray, distance: np.ndar
 
 
 def paired(a: list[float], b: list[float]) -> dict[str, float]:
-    """Mean of a - b over the episodes where both are defined, its standard error and t-test p."""
-    from scipy.stats import ttest_rel
+    """Mean of a - b over the episodes where both are defined, its standard error and the paired
+    t-test's p (`rlvr_envs.video.evaluation.paired_difference`, the project's paired test)."""
+    from rlvr_envs.video.evaluation import paired_difference
 
     pairs = np.array([(x, y) for x, y in zip(a, b) if not (math.isnan(x) or math.isnan(y))])
     if len(pairs) < 2:
         return {"mean": math.nan, "se": math.nan, "p": math.nan, "n": len(pairs)}
-    diff = pairs[:, 0] - pairs[:, 1]
-    p = float(ttest_rel(pairs[:, 0], pairs[:, 1]).pvalue) if np.ptp(diff) > 0 else math.nan
-    return {"mean": float(diff.mean()), "se": float(diff.std(ddof=1) / math.sqrt(len(diff))), "p": p,
-            "n": len(pairs)}
+    result = paired_difference(pairs[:, 1], pairs[:, 0])
+    p = result.p if np.ptp(pairs[:, 0] - pairs[:, 1]) > 0 else math.nan  # a constant difference has no test
+    return {"mean": result.mean, "se": result.stderr, "p": p, "n": result.n}
 
 
 def main(argv=None) -> int:
