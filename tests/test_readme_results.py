@@ -22,6 +22,7 @@ COMMITTED = {"`rlvr-world demo`", "PushT CEM planning against the blind-CEM floo
              "Text-game world models, sampled", "Text-game GRPO on filtered changed and unchanged prompts",
              "Text-game GRPO, filtered changed prompts then both kinds", "Text-game world models that ship",
              "Text-game shipped longer-SFT model, sampled", "Text-game GRPO from the shipped longer-SFT model",
+             "Text-game GRPO with 16 samples per prompt",
              "Longer MLE and the pose reward: action following",
              "PushT CEM planning with the longer-trained models", "PushT CEM planning with the pose objective",
              "Action following over several chunks", "PushT CEM planning after GRPO on the model's own rollouts",
