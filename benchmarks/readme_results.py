@@ -1122,6 +1122,100 @@ def _preamble() -> str:
             "command that wrote its results and the results file.")
 
 
+GOAL_GRPO_MAE_CHANGE_PCT = -15.0  #: PushT GRPO's sampled MAE vs the MLE base, at most (percent)
+GOAL_TEXT_CHANGED_GAIN = 0.10  #: MiniTextWorld GRPO's held-out exact accuracy on changed transitions over SFT
+GOAL_PLANNING_SHARE = 0.8  #: the RLVR simulator's CEM success as a share of the true simulator's, at least
+GOAL_JUDGE_AGREEMENT = 0.95  #: the PushT frame judge's agreement with the env's own success, at least
+UNCHANGED_KEPT = 0.01  #: a text recipe keeps unchanged transitions when it loses at most this much on them
+
+
+def _text_recipes() -> list[tuple[str, str, dict, float]]:
+    """(file, recipe, seed group, the first model's accuracy on unchanged transitions) for every
+    committed MiniTextWorld recipe (and step) run with at least 3 seeds; a group evaluated again in a
+    later file (the same rewards to the last digit) counts once."""
+    out, seen = [], set()
+    for path in sorted(RESULTS.glob("text_world_models*.json")):
+        data = load(path.name) or {}
+        first = next(iter(data.get("models", {}).values()), None)
+        for recipe, group in data.get("seed_groups", {}).items():
+            key = tuple(group["reward"]["values"])
+            if first and len(group["members"]) >= 3 and key not in seen:
+                seen.add(key)
+                out.append((path.name, recipe, group, first["accuracy_unchanged"]))
+    return out
+
+
+def _planning_tables() -> list[tuple[str, dict]]:
+    """(file, summary) of every committed PushT planning table with base, RLVR and true-sim rows; a
+    table merged again into another (the same runs, to the second per episode) counts once."""
+    out, seen = [], set()
+    for path in sorted(RESULTS.glob("pusht_planning*/results.json")):
+        relative = str(path.relative_to(RESULTS))
+        summary = (load(relative) or {}).get("summary", {})
+        if not {"base", "rlvr", "true_sim"} <= set(summary):
+            continue
+        key = json.dumps([summary[k] for k in ("base", "rlvr", "true_sim")], sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append((relative, summary))
+    return out
+
+
+def _goals() -> str:
+    """One row per numeric goal the issues set, read from the same files as the subsections below;
+    empty when none of them is measured."""
+    rows = []
+    grpo = load("grpo_pusht_single.json")
+    if grpo:
+        seeds = [m["sampled"] for name, m in grpo["models"].items() if name.startswith("grpo")]
+        changes = [m["mae_change_percent"] for m in seeds]
+        worst_p = max(m["vs_base"]["mae"]["p"] for m in seeds)
+        met = all(c <= GOAL_GRPO_MAE_CHANGE_PCT for c in changes) and worst_p < 0.05
+        rows.append(["PushT GRPO vs the MLE base: sampled MAE on held-out transitions",
+                     f"{' / '.join(_change(c) for c in changes)} ({len(seeds)} seeds, paired p <= {_p(worst_p)})",
+                     f"{GOAL_GRPO_MAE_CHANGE_PCT:+.0f}% or better", "met" if met else "**not met**",
+                     _shown("grpo_pusht_single.json")])
+    recipes = _text_recipes()
+    if recipes:
+        kept = [r for r in recipes if r[2]["accuracy_unchanged"]["mean"] >= r[3] - UNCHANGED_KEPT]
+        best = max(kept or recipes, key=lambda r: r[2]["changed_vs_first"]["mean"])
+        file, recipe, group, unchanged = best
+        gain = group["changed_vs_first"]
+        met = bool(kept) and gain["mean"] >= GOAL_TEXT_CHANGED_GAIN
+        rows.append(["MiniTextWorld GRPO vs SFT: held-out exact accuracy on changed transitions, unchanged ones "
+                     "kept",
+                     f"best of {len(recipes)} recipes and steps with 3 seeds ({len(kept)} keep unchanged ones): {recipe} "
+                     f"{gain['mean']:+.3f} ± {gain['std']:.3f}, unchanged {unchanged:.3f} -> "
+                     f"{group['accuracy_unchanged']['mean']:.3f}",
+                     f"+{GOAL_TEXT_CHANGED_GAIN:.2f} (aim)", "met" if met else "**not met**", _shown(file)])
+    tables = _planning_tables()
+    if tables:
+        def share(summary: dict) -> float:
+            true = summary["true_sim"]["success_rate"]
+            return summary["rlvr"]["success_rate"] / true if true else 0.0
+        file, best = max(tables, key=lambda t: share(t[1]))
+        matches = sum(s["rlvr"]["success_rate"] >= s["base"]["success_rate"] for _, s in tables)
+        met = share(best) >= GOAL_PLANNING_SHARE and best["rlvr"]["success_rate"] >= best["base"]["success_rate"]
+        rows.append(["PushT CEM planning: RLVR simulator's success as a share of the true simulator's",
+                     f"best of {len(tables)} tables: {best['rlvr']['successes']} vs {best['true_sim']['successes']} "
+                     f"of {best['rlvr']['episodes']} ({share(best):.0%}); RLVR >= base in {matches} of "
+                     f"{len(tables)}",
+                     f"{GOAL_PLANNING_SHARE:.0%}, and RLVR >= base", "met" if met else "**not met**",
+                     _shown(file)])
+    judge = load("pusht_success_judge.json")
+    if judge:
+        agreement = judge["summary"]["agreement"]
+        rows.append(["PushT success judge agrees with the env's own success",
+                     f"{_rate(agreement)} of {judge['summary']['frames']:,} held-out real frames",
+                     f"{GOAL_JUDGE_AGREEMENT:.0%}", "met" if agreement >= GOAL_JUDGE_AGREEMENT else "**not met**",
+                     _shown("pusht_success_judge.json")])
+    if not rows:
+        return ""
+    return ("**Where the issues' numeric goals stand** (each row read from the file it names; the subsections "
+            "below give every run):\n\n"
+            + _table(["goal", "measured", "target", "verdict", "file"], ["---", "---", "---", "---", "---"], rows))
+
+
 _BLOCK_START = re.compile(r"^([-+*>]|\d+[.)]|#+)(\s|$)")  # a line that would start a list, quote or heading
 
 
@@ -1144,7 +1238,8 @@ def _wrap(text: str) -> str:
 
 def render() -> str:
     """The whole Results block (the text between the markers, after the opening marker's newline)."""
-    return "\n\n".join(_wrap(part) for part in [_preamble(), *(section.render() for section in SECTIONS)]) + "\n"
+    parts = [_preamble(), _goals(), *(section.render() for section in SECTIONS)]
+    return "\n\n".join(_wrap(part) for part in parts if part) + "\n"
 
 
 def _split(readme: str) -> tuple[str, str, str]:

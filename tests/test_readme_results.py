@@ -199,3 +199,41 @@ def test_check_reports_a_stale_block_and_the_rewrite_touches_only_the_block(tmp_
                                       (9.53e-44, "1e-43"), (float("nan"), "n/a")])
 def test_p_values_are_written_like_the_rest_of_readme(p, shown):
     assert rr._p(p) == shown
+
+
+def _planning_table(folder, base: int, rlvr: int, true: int, seconds: float = 10.0):
+    def row(successes: int) -> dict:
+        return {"episodes": 50, "successes": successes, "success_rate": successes / 50, "ci95": [0.0, 1.0],
+                "seconds_per_episode": seconds}
+    folder.mkdir()
+    (folder / "results.json").write_text(json.dumps({"summary": {"base": row(base), "rlvr": row(rlvr),
+                                                                 "true_sim": row(true)}}))
+
+
+def _text_file(path, recipes: dict[str, tuple[float, float]], first_unchanged: float = 0.96):
+    """recipes: name -> (mean gain on changed transitions, mean accuracy on unchanged ones)."""
+    groups = {name: {"members": [f"{name}_seed{i}" for i in range(3)],
+                     "reward": {"values": [float(len(name)), 0.5, 0.5]},  # distinct groups, distinct rewards
+                     "changed_vs_first": {"mean": gain, "std": 0.01},
+                     "accuracy_unchanged": {"mean": unchanged}} for name, (gain, unchanged) in recipes.items()}
+    path.write_text(json.dumps({"models": {"sft": {"accuracy_unchanged": first_unchanged}}, "seed_groups": groups}))
+
+
+def test_goals_table_reads_each_goal_from_its_files(monkeypatch, tmp_path):
+    monkeypatch.setattr(rr, "RESULTS", tmp_path)
+    assert rr._goals() == ""  # nothing measured: no table, and no "not yet measured" either
+    _planning_table(tmp_path / "pusht_planning", base=5, rlvr=9, true=12)
+    _planning_table(tmp_path / "pusht_planning_merged", base=5, rlvr=9, true=12)  # the same runs merged again
+    _planning_table(tmp_path / "pusht_planning_other", base=6, rlvr=4, true=12, seconds=11.0)
+    text = rr._goals()
+    assert "best of 2 tables: 9 vs 12 of 50 (75%); RLVR >= base in 1 of 2" in text and "**not met**" in text
+    _planning_table(tmp_path / "pusht_planning_better", base=5, rlvr=10, true=12, seconds=12.0)
+    row = next(line for line in rr._goals().split("\n") if "CEM planning" in line)
+    assert "10 vs 12 of 50 (83%)" in row and "| met |" in row
+    # a text recipe that gains by giving up unchanged transitions is not the one shown
+    _text_file(tmp_path / "text_world_models_a.json", {"changed_only": (0.12, 0.90), "balanced": (0.04, 0.955)})
+    row = next(line for line in rr._goals().split("\n") if "MiniTextWorld" in line)
+    assert "(1 keep unchanged ones): balanced +0.040" in row and "**not met**" in row
+    _text_file(tmp_path / "text_world_models_b.json", {"bigger": (0.11, 0.97)})
+    row = next(line for line in rr._goals().split("\n") if "MiniTextWorld" in line)
+    assert "best of 3 recipes and steps" in row and "bigger +0.110" in row and "| met |" in row
