@@ -47,7 +47,7 @@ def test_missing_data_dir_and_tokenizer_fail_at_make_naming_them_and_how_to_get_
         gym.make(env_id)
     message = str(caught.value)
     assert "data_dir=" in message and "tokenizer=" in message and NEEDS_DATA[env_id] in message
-    assert "train_frame_tokenizer" in message
+    assert "train_frame_tokenizer --dataset NAME" in message  # a trainer that reads this dataset
     with pytest.raises(ValueError) as caught:
         gym.make(env_id, data_dir=video_fixture_kwargs(entry(env_id).kwargs["dataset"])["data_dir"])
     assert "tokenizer=" in str(caught.value) and "data_dir=" not in str(caught.value)

@@ -7,9 +7,14 @@ by reconstruction: L1 weighted towards the pixels that differ from the static ba
 
     rlvr-world data pusht --episodes 300 --resolution 64 --out data/pusht64
     python -m trainers.train_frame_tokenizer --data data/pusht64 --out runs/frame_tokenizer
+    python -m trainers.train_frame_tokenizer --dataset rt1 --data data/rt1 --resolution 64,80 --out runs/rt1_tokenizer
 
-Every episode whose index is a multiple of `--test-every` is held out; the run ends with
-held-out PSNR / SSIM / MAE of the reconstructions and writes them into the model card.
+`--dataset` reads any video env's episodes (pusht, rt1, rope, granular: the envs' `dataset=`),
+from the same loaders the envs use; `--resolution H,W` resizes the frames first (the envs resize
+their frames to the tokenizer's resolution, so this sets the size an env works at). RT-1 holds
+out its converted `test` folder, as its envs do; the other datasets every episode whose index is
+a multiple of `--test-every`. The run ends with held-out PSNR / SSIM / MAE of the
+reconstructions and writes them into the model card.
 Checkpoints (`--out/checkpoint/`) let an interrupted run resume with `--resume`.
 The compressed tokenizer of the multi-step world models has its own script,
 `trainers.train_compressed_tokenizer`, which reuses this one's data loading and loss.
@@ -24,6 +29,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,7 +39,9 @@ from trainers.common import parse_dataclass_args
 
 @dataclass
 class Args:
-    data: str = "data/pusht64"  #: folder of PushT episodes (`rlvr-world data pusht`)
+    data: str = "data/pusht64"  #: folder of episodes (PushT: `rlvr-world data pusht`; RT-1: `rlvr-world data rt1`)
+    dataset: str = "pusht"  #: pusht, rt1, rope or granular: which video env's episodes `data` holds
+    resolution: str = ""  #: H,W to resize the frames to ("" = as recorded)
     out: str = "runs/frame_tokenizer"
     steps: int = 6000
     batch_size: int = 64
@@ -49,31 +57,78 @@ class Args:
     resume: bool = False
 
     def validate(self) -> "Args":
+        from rlvr_envs.video.sources import DATASETS
+
         if self.steps < 1 or self.batch_size < 1 or self.test_every < 2:
             raise ValueError("steps and batch_size must be positive and test_every at least 2")
+        if self.dataset not in DATASETS:
+            raise ValueError(f"--dataset {self.dataset!r}: one of {', '.join(DATASETS)}")
+        size = self.frame_size()
+        if size is not None and any(v % self.downsample for v in size):
+            raise ValueError(f"--resolution {self.resolution}: both sides must be multiples of --downsample "
+                             f"{self.downsample}")
         return self
 
+    def frame_size(self) -> tuple[int, int] | None:
+        """`--resolution` as (H, W), or None for the recorded size."""
+        if not self.resolution:
+            return None
+        try:
+            height, width = (int(v) for v in self.resolution.split(","))
+        except ValueError:
+            raise ValueError(f"--resolution {self.resolution!r}: expected H,W, e.g. 64,80") from None
+        if height < 1 or width < 1:
+            raise ValueError(f"--resolution {self.resolution!r}: sides must be positive")
+        return height, width
 
-def load_episode_frames(data: str, test_every: int) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """(train episodes, held-out episodes): each a list of uint8 frames [T, H, W, 3], split by
-    episode index (index % test_every == 0 is held out)."""
+
+def episode_sources(data: str, dataset: str) -> list[tuple[Any, bool | None]]:
+    """(episode source, held out?) pairs read by the loaders the envs use; None: split by index."""
+    from rlvr_envs.video.sources import RT1Episodes
+
+    if dataset == "rt1":  # RT-1's held-out episodes are its converted `test` folder, as in its envs
+        return [(RT1Episodes(data, "train"), False), (RT1Episodes(data, "test"), True)]
+    if dataset == "pusht":
+        from rlvr_envs.video.pusht import PushTEpisodeDataset
+
+        return [(PushTEpisodeDataset(data), None)]
+    from rlvr_envs.video.dino_wm import DinoWMDeformableDataset
+
+    return [(DinoWMDeformableDataset(data), None)]
+
+
+def load_episode_frames(data: str, test_every: int, dataset: str = "pusht",
+                        resolution: tuple[int, int] | None = None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """(train episodes, held-out episodes): each a list of uint8 frames [T, H, W, 3] (resized to
+    `resolution` when given), split as `episode_sources` says (else index % test_every == 0 is
+    held out)."""
     from tqdm.auto import tqdm
 
-    from rlvr_envs.video.pusht import PushTEpisodeDataset
+    from rlvr_envs.video.frames import frames_and_actions
+    from rlvr_envs.video.sources import resize_frames
 
-    dataset = PushTEpisodeDataset(data)
+    try:
+        sources = episode_sources(data, dataset)
+    except FileNotFoundError as exc:
+        raise SystemExit(str(exc)) from None
     train, test = [], []
-    for position in tqdm(range(len(dataset)), desc="loading episodes", unit="episode"):
-        episode = dataset[position]
-        (test if int(episode.index) % test_every == 0 else train).append(episode.frames)
+    for source, held_out in sources:
+        for position in tqdm(range(len(source)), desc="loading episodes", unit="episode"):
+            episode = source[position]
+            frames, _ = frames_and_actions(episode)
+            if resolution is not None:
+                frames = resize_frames(frames, resolution)
+            is_test = int(episode.index) % test_every == 0 if held_out is None else held_out
+            (test if is_test else train).append(frames)
     if not train or not test:
         raise SystemExit(f"{data}: need episodes on both sides of the split (got {len(train)} train, {len(test)} test)")
     return train, test
 
 
-def load_frames(data: str, test_every: int) -> tuple[np.ndarray, np.ndarray]:
-    """(train frames, held-out frames), uint8 [N, H, W, 3], split by episode index."""
-    train, test = load_episode_frames(data, test_every)
+def load_frames(data: str, test_every: int, dataset: str = "pusht",
+                resolution: tuple[int, int] | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(train frames, held-out frames), uint8 [N, H, W, 3], split as `load_episode_frames` does."""
+    train, test = load_episode_frames(data, test_every, dataset, resolution)
     return np.concatenate(train), np.concatenate(test)
 
 
@@ -110,12 +165,13 @@ def main(args: Args) -> dict:
     from tqdm.auto import tqdm
 
     from rlvr_envs.video.frame_tokenizer import FrameTokenizer, FrameTokenizerConfig
+    from rlvr_envs.video.sources import DATASETS
 
     args.validate()
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(args.seed)
-    train, test = load_frames(args.data, args.test_every)
+    train, test = load_frames(args.data, args.test_every, args.dataset, args.frame_size())
     test = test[rng.permutation(len(test))[: args.eval_frames]]
     config = FrameTokenizerConfig(resolution=train.shape[1:3], downsample=args.downsample,
                                   levels=tuple(int(v) for v in args.levels.split(",")))
@@ -164,8 +220,9 @@ def main(args: Args) -> dict:
     seconds = time.perf_counter() - started
     model.eval()
     held_out = evaluate(model, test)
-    card = {"what": "FrameTokenizer trained by reconstruction on PushT frames from `rlvr-world data pusht`",
-            "data": args.data, "train_frames": int(len(train)), "held_out_frames": int(len(test)),
+    card = {"what": f"FrameTokenizer trained by reconstruction on {DATASETS[args.dataset].label} frames "
+                    f"({train.shape[1]}x{train.shape[2]})",
+            "dataset": args.dataset, "data": args.data, "train_frames": int(len(train)), "held_out_frames": int(len(test)),
             "command": "python -m trainers.train_frame_tokenizer " + " ".join(sys.argv[1:]),
             "args": dataclasses.asdict(args), "steps": args.steps, "train_seconds_this_run": round(seconds, 1),
             "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, CPU",

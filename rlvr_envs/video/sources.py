@@ -22,8 +22,8 @@ TEST_EVERY = 10
 #: PushT actions are absolute agent targets in pixels of the 512x512 arena
 PUSHT_ACTION_RANGE = (0.0, 512.0)
 TOKENIZER_HINT = ("a FrameTokenizer checkpoint dir (config.json + model.safetensors, `FrameTokenizer.save`) trained on "
-                  "these frames; `python -m trainers.train_frame_tokenizer` trains one (it reads PushT episode folders "
-                  "today)")
+                  "these frames; `python -m trainers.train_frame_tokenizer --dataset NAME --data DIR --resolution H,W` "
+                  "trains one")
 @dataclass(frozen=True)
 class DatasetSpec:
     """What differs between the video datasets: labels, defaults and where to get the data."""
