@@ -1,7 +1,8 @@
 """MLE pre-training of a video world model (LLaMA over frame codes and action bins).
 
-Builds the PushT video task on the training episodes (the same codec the envs use, so a
-trained model's responses are exactly what `RLVRWorld/PushT-*` verifies), trains next-token
+Builds the video task on the training episodes (the same codec the envs use, so a trained
+model's responses are exactly what `RLVRWorld/PushT-*`, or with `--dataset rt1|rope|granular`
+the RT-1 and DINO-WM envs, verify), trains next-token
 prediction on every frame code (action tokens, given by the env, carry no loss), and
 evaluates on held-out episodes against the baselines every claim needs:
 
@@ -11,6 +12,8 @@ evaluates on held-out episodes against the baselines every claim needs:
 
     python -m trainers.train_video_world_model --data data/pusht64 --tokenizer runs/frame_tokenizer \\
         --layout single --out runs/wm_single
+    python -m trainers.train_video_world_model --dataset rt1 --data data/rt1 --tokenizer runs/rt1_tokenizer \\
+        --layout multi --out runs/wm_rt1_multi
 
 Checkpoints (`--out/checkpoint/`, `save_pretrained` + optimizer state) let an interrupted
 run resume with `--resume`; the final model is saved with `save_pretrained` in `--out` with
@@ -35,13 +38,15 @@ from trainers.common import parse_dataclass_args
 
 @dataclass
 class Args:
-    data: str = "data/pusht64"  #: PushT episodes (`rlvr-world data pusht`); index % 10 == 0 is held out
+    data: str = "data/pusht64"  #: episodes (PushT: `rlvr-world data pusht`, index % 10 == 0 held out; RT-1: its
+    #: `test` folder held out)
+    dataset: str = "pusht"  #: pusht, rt1, rope or granular: which video env's episodes `data` holds
     tokenizer: str = "runs/frame_tokenizer"  #: a FrameTokenizer checkpoint
     layout: str = "single"  #: "single" or "multi"
     out: str = "runs/wm_single"
     preset: str = "pusht"  #: LLaMA size (rlvr_envs.video.world_model.PRESETS); "pusht" is the shipped 2.3M
-    frame_skip: int = 5
-    future: int = 4  #: multi-step: frames to predict
+    frame_skip: int = 0  #: simulator steps between frames; 0 = the dataset's default (PushT 5, the others 1)
+    future: int = 0  #: multi-step: frames to predict; 0 = the dataset's default (PushT 4, RT-1 7, DINO-WM 4)
     steps: int = 2000
     batch_size: int = 16
     lr: float = 1e-3
@@ -59,8 +64,17 @@ class Args:
     def validate(self) -> "Args":
         if self.layout not in ("single", "multi"):
             raise ValueError(f"layout must be 'single' or 'multi', got {self.layout!r}")
+        from rlvr_envs.video.sources import DATASETS
+
         if self.steps < 1 or self.batch_size < 1:
             raise ValueError("steps and batch_size must be positive")
+        if self.dataset not in DATASETS:
+            raise ValueError(f"--dataset {self.dataset!r}: one of {', '.join(DATASETS)}")
+        if self.frame_skip < 0 or self.future < 0:
+            raise ValueError("frame_skip and future must be >= 0 (0: the dataset's default)")
+        spec = DATASETS[self.dataset]  # resolved here, so the card records the values used
+        self.frame_skip = self.frame_skip or spec.frame_skip
+        self.future = self.future or spec.future
         return self
 
 
@@ -69,7 +83,8 @@ def build_task(args: Args, split: str):
     from rlvr_envs.video.task import VideoPredictionTask, VideoTaskConfig
 
     offsets = tuple(range(args.frame_skip)) if split == "train" else (0,)
-    return VideoPredictionTask(VideoTaskConfig(layout=args.layout, data_dir=args.data, split=split, reward="mae",
+    return VideoPredictionTask(VideoTaskConfig(layout=args.layout, dataset=args.dataset, data_dir=args.data,
+                                               split=split, reward="mae",
                                                tokenizer=args.tokenizer, frame_skip=args.frame_skip,
                                                frame_offsets=offsets, future=args.future, window_stride=1))
 
@@ -214,7 +229,7 @@ def main(args: Args) -> dict:
     if not history or history[-1]["step"] != step:  # stopped early by --max-seconds
         history.append({"step": step, **evaluate(model, test_task, eval_windows, args.seed)})
     save_world_model(model, str(out))  # bfloat16 on disk: half the bytes of a shipped checkpoint
-    card = {"what": f"LLaMA {args.layout}-step PushT world model, MLE on frame codes",
+    card = {"what": f"LLaMA {args.layout}-step {train_task.config.spec.label} world model, MLE on frame codes",
             "command": "python -m trainers.train_video_world_model " + " ".join(sys.argv[1:]),
             "args": dataclasses.asdict(args), "parameters": parameters, "train_windows": int(len(sequences)),
             "held_out_windows": len(eval_windows), "steps": step, "train_seconds_this_run": round(seconds, 1),
