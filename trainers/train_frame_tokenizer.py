@@ -222,7 +222,8 @@ def main(args: Args) -> dict:
     held_out = evaluate(model, test)
     card = {"what": f"FrameTokenizer trained by reconstruction on {DATASETS[args.dataset].label} frames "
                     f"({train.shape[1]}x{train.shape[2]})",
-            "dataset": args.dataset, "data": args.data, "train_frames": int(len(train)), "held_out_frames": int(len(test)),
+            "dataset": args.dataset, "data": args.data, "train_frames": int(len(train)),
+            "held_out_frames": int(len(test)),
             "command": "python -m trainers.train_frame_tokenizer " + " ".join(sys.argv[1:]),
             "args": dataclasses.asdict(args), "steps": args.steps, "train_seconds_this_run": round(seconds, 1),
             "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, CPU",

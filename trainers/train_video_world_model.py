@@ -38,8 +38,7 @@ from trainers.common import parse_dataclass_args
 
 @dataclass
 class Args:
-    data: str = "data/pusht64"  #: episodes (PushT: `rlvr-world data pusht`, index % 10 == 0 held out; RT-1: its
-    #: `test` folder held out)
+    data: str = "data/pusht64"  #: episodes (`rlvr-world data pusht` or `... rt1`), held out as their envs do
     dataset: str = "pusht"  #: pusht, rt1, rope or granular: which video env's episodes `data` holds
     tokenizer: str = "runs/frame_tokenizer"  #: a FrameTokenizer checkpoint
     layout: str = "single"  #: "single" or "multi"
@@ -62,10 +61,10 @@ class Args:
     max_seconds: float = 0.0  #: stop after this much training time (0 = run all steps); for matched-time baselines
 
     def validate(self) -> "Args":
-        if self.layout not in ("single", "multi"):
-            raise ValueError(f"layout must be 'single' or 'multi', got {self.layout!r}")
         from rlvr_envs.video.sources import DATASETS
 
+        if self.layout not in ("single", "multi"):
+            raise ValueError(f"layout must be 'single' or 'multi', got {self.layout!r}")
         if self.steps < 1 or self.batch_size < 1:
             raise ValueError("steps and batch_size must be positive")
         if self.dataset not in DATASETS:
