@@ -83,7 +83,7 @@ def validate(args: argparse.Namespace) -> list[str]:
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    from rlvr_envs.planning.cem import wilson_interval
+    from rlvr_envs.core.util import wilson_interval
 
     n, wins = len(rows), sum(r["success"] for r in rows)
     predictions, unparsable = sum(r["predictions"] for r in rows), sum(r["unparsable"] for r in rows)

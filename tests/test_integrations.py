@@ -183,4 +183,7 @@ def test_balanced_indices_and_accuracy_report_split_changed_from_unchanged():
     assert report["accuracy_changed"] == 1.0 and report["accuracy_unchanged"] == 0.0
     assert report["n_changed"] + report["n_unchanged"] == report["n"] == len(task)
     assert math.isclose(report["accuracy"], report["n_changed"] / report["n"])
-    assert "changed 100.0%" in format_report(report)
+    assert "changed 100.0% [" in format_report(report)
+    # 14 of 30 right: the line says how little 30 transitions pin down (Wilson 95%: 30% to 64%)
+    line = format_report({**report, "accuracy_changed": 14 / 30, "n_changed": 30})
+    assert "changed  46.7% [30-64] of 30" in line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import math
 import random
 from collections.abc import Iterable
 from typing import Any
@@ -40,3 +41,13 @@ def as_tuple(value: str | Iterable[Any] | None) -> tuple[Any, ...] | None:
     if isinstance(value, str):
         return (value,)
     return tuple(value)
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a success rate (planning successes, held-out accuracy)."""
+    if n == 0:
+        return (float("nan"), float("nan"))
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))

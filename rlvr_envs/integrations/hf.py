@@ -167,12 +167,27 @@ def held_out_indices(task: Any, limit: int) -> list[int]:
 
 
 def format_report(report: dict[str, Any]) -> str:
+    """One line of held-out accuracy; changed and unchanged rates carry their 95% Wilson interval,
+    since a few dozen transitions move them by several points on their own."""
+    from rlvr_envs.core.util import wilson_interval
+
+    def missing(value: Any) -> bool:
+        return value is None or (isinstance(value, float) and math.isnan(value))
+
     def pct(key: str) -> str:
         value = report.get(key, float("nan"))
-        return "  n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{100 * value:5.1f}"
+        return "  n/a" if missing(value) else f"{100 * value:5.1f}"
 
-    return (f"exact {pct('accuracy')}% (changed {pct('accuracy_changed')}% of {report.get('n_changed', 0)}, "
-            f"unchanged {pct('accuracy_unchanged')}% of {report.get('n_unchanged', 0)}), "
+    def rate(key: str, n: int) -> str:
+        value = report.get(key, float("nan"))
+        if missing(value) or not n:
+            return f"{pct(key)}%"
+        low, high = wilson_interval(round(value * n), n)
+        return f"{pct(key)}% [{100 * low:.0f}-{100 * high:.0f}]"
+
+    n_changed, n_unchanged = report.get("n_changed", 0), report.get("n_unchanged", 0)
+    return (f"exact {pct('accuracy')}% (changed {rate('accuracy_changed', n_changed)} of {n_changed}, "
+            f"unchanged {rate('accuracy_unchanged', n_unchanged)} of {n_unchanged}), "
             f"reward {report.get('reward', float('nan')):.3f}, parsed {pct('parsed')}%")
 
 

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from rlvr_envs.core.util import wilson_interval
 from rlvr_envs.video.pusht.physics import ARENA_SIZE
 
 
@@ -401,16 +402,6 @@ def run_episode(env, planner: Planner, task: PlanningTask, mpc: MPCConfig = MPCC
     return EpisodeResult(task.index, planner.name, success, executed, errors["position_error"],
                          errors["angle_error"], errors["block_position_error"], time.perf_counter() - began,
                          np.stack(frames) if record else None, predicted)
-
-
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a success rate."""
-    if n == 0:
-        return (float("nan"), float("nan"))
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def success_summary(results: Sequence[EpisodeResult]) -> dict[str, Any]:
