@@ -84,17 +84,11 @@ class Args:
 
 def episode_sources(data: str, dataset: str) -> list[tuple[Any, bool | None]]:
     """(episode source, held out?) pairs read by the loaders the envs use; None: split by index."""
-    from rlvr_envs.video.sources import RT1Episodes
+    from rlvr_envs.video.sources import episode_source
 
     if dataset == "rt1":  # RT-1's held-out episodes are its converted `test` folder, as in its envs
-        return [(RT1Episodes(data, "train"), False), (RT1Episodes(data, "test"), True)]
-    if dataset == "pusht":
-        from rlvr_envs.video.pusht import PushTEpisodeDataset
-
-        return [(PushTEpisodeDataset(data), None)]
-    from rlvr_envs.video.dino_wm import DinoWMDeformableDataset
-
-    return [(DinoWMDeformableDataset(data), None)]
+        return [(episode_source(dataset, data, "train"), False), (episode_source(dataset, data, "test"), True)]
+    return [(episode_source(dataset, data), None)]
 
 
 def load_episode_frames(data: str, test_every: int, dataset: str = "pusht",

@@ -153,6 +153,20 @@ class RT1Episodes:
         return self.splits[part][inner]
 
 
+def episode_source(dataset: str, data_dir: str | Path, split: str = "all"):
+    """The episodes of `dataset` in `data_dir`, read by the loader its envs use. RT-1: `split`
+    names the converted folder(s) read; the other datasets hold every episode (split by index)."""
+    if dataset == "pusht":
+        from rlvr_envs.video.pusht import PushTEpisodeDataset
+
+        return PushTEpisodeDataset(data_dir)
+    if dataset == "rt1":
+        return RT1Episodes(data_dir, split)
+    from rlvr_envs.video.dino_wm import DinoWMDeformableDataset
+
+    return DinoWMDeformableDataset(data_dir)
+
+
 def rt1_train_action_bins(root: str | Path) -> tuple[ActionBins, str]:
     """256 bins per RT-1 action dim from the min/max of the train split's actions (`action`
     arrays only), and a line saying so."""

@@ -66,7 +66,7 @@ from rlvr_envs.video.frame_tokenizer import FrameTokenizer
 from rlvr_envs.video.frames import FrameWindowDataset, WindowSpec, frames_and_actions
 from rlvr_envs.video.layout import MultiStepLayout, SingleStepLayout, VideoVocabulary
 from rlvr_envs.video.sources import (DATASETS, PUSHT_ACTION_RANGE, TEST_EVERY, TOKENIZER_HINT, DatasetSpec,
-                                     RT1Episodes, deformable_train_action_bins, missing_arguments,
+                                     deformable_train_action_bins, episode_source, missing_arguments,
                                      pusht_action_bins, ranges_file_action_bins, resize_frames,
                                      rt1_train_action_bins, tile_action_bins)
 
@@ -292,16 +292,10 @@ class VideoPredictionTask(Task):
     # -- data ----------------------------------------------------------------------------
     def _episode_source(self):
         config = self.config
-        if config.dataset == "pusht":
-            from rlvr_envs.video.pusht import PushTEpisodeDataset
-
-            folder = config.data_dir or embedded_heldout_dir(config.episodes, self.tokenizer.config.resolution[0])
-            return PushTEpisodeDataset(folder)
-        if config.dataset == "rt1":
-            return RT1Episodes(config.data_dir, config.split)
-        from rlvr_envs.video.dino_wm import DinoWMDeformableDataset
-
-        return DinoWMDeformableDataset(config.data_dir)
+        folder = config.data_dir
+        if config.dataset == "pusht" and folder is None:
+            folder = embedded_heldout_dir(config.episodes, self.tokenizer.config.resolution[0])
+        return episode_source(config.dataset, folder, config.split)
 
     def _action_bins(self, source) -> ActionBins:
         """Per-frame bins (from `action_ranges=`, else the dataset's default), tiled over a
