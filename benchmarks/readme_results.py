@@ -26,9 +26,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
+from rlvr_envs.core.paths import ASSETS
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"  #: read at call time, so tests can point it elsewhere
-ASSETS = ROOT / "rlvr_envs" / "assets" / "video"  #: the shipped models' cards
+VIDEO_ASSETS = ASSETS / "video"  #: the shipped models' cards
 README = ROOT / "README.md"
 SHOWN = "benchmarks/results"  #: how a results path is written in README, whatever RESULTS is
 START, END = "<!-- results -->", "<!-- /results -->"
@@ -133,7 +135,7 @@ def load(relative: str) -> dict | None:
 
 def card(model: str) -> dict:
     """A shipped model's card.json ({} when absent)."""
-    path = ASSETS / model / "card.json"
+    path = VIDEO_ASSETS / model / "card.json"
     return json.loads(path.read_text()) if path.is_file() else {}
 
 

@@ -116,7 +116,7 @@ def best_of_n_scores(args) -> dict:
 
     from rlvr_envs.video.evaluation import best_of_draws, held_out_indices, score_world_model
     from rlvr_envs.video.task import shipped_world_model
-    from trainers.grpo import Args as GRPOArgs
+    from trainers.grpo_config import GRPOConfig as GRPOArgs
     from trainers.grpo_video import EVAL_TOP_K, build_held_out
 
     torch.set_num_threads(args.threads)

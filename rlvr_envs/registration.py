@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from rlvr_envs.core.paths import ASSETS
 from rlvr_envs.core.util import import_string
 
 NAMESPACE = "RLVRWorld"
@@ -54,7 +54,7 @@ class EnvEntry:
 
 TEXT_GAME = "rlvr_envs.text_game.task"
 #: the shipped PushT compressed tokenizer (kept here as a path so registering imports no torch)
-VIDEO_ASSETS = Path(__file__).resolve().parent / "assets" / "video"
+VIDEO_ASSETS = ASSETS / "video"
 PUSHT_COMPRESSED_TOKENIZER = str(VIDEO_ASSETS / "pusht_compressed_tokenizer")
 ENVS: tuple[EnvEntry, ...] = (
     EnvEntry("RLVRWorld/TextGame-v0", f"{TEXT_GAME}:ByteSized32Task",

@@ -74,7 +74,7 @@ def test_judge_agrees_with_the_real_env_on_real_frames():
     and frames far from and near the goal; the judge's pose is within 3 px and 2 degrees, its
     coverage within 0.035, and its success right wherever the coverage is not within 0.05 of
     the threshold (`benchmarks/pusht_success_judge.py` measures agreement on held-out frames)."""
-    from rlvr_envs.policy_eval.pusht_judge import judge_frame, pose_error
+    from rlvr_envs.video.pusht.judge import judge_frame, pose_error
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
 
@@ -95,7 +95,7 @@ def test_judge_agrees_with_the_real_env_on_real_frames():
 
 
 def test_object_errors_charge_a_missing_object_more_than_any_placement():
-    from rlvr_envs.policy_eval.pusht_judge import ObjectReading, object_errors
+    from rlvr_envs.video.pusht.judge import ObjectReading, object_errors
 
     truth = ObjectReading(np.array([100.0, 100.0]), np.array([256.0, 256.0, 0.5]))
     assert object_errors(truth, truth) == (0.0, 0.0, 0.0)

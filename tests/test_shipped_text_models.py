@@ -5,13 +5,14 @@ changes" (its answers parse, and it gets changed transitions right as well as un
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from rlvr_envs.core.paths import ASSETS
+
 torch = pytest.importorskip("torch")
 
-TEXT_ASSETS = Path(__file__).resolve().parents[1] / "rlvr_envs" / "assets" / "text"
+TEXT_ASSETS = ASSETS / "text"
 
 
 @pytest.mark.parametrize("name", ["minitextworld_sft_model", "minitextworld_sft_longer_model"])

@@ -159,7 +159,7 @@ def test_pose_reward_pays_for_objects_in_place_and_never_for_leaving_one_out(pus
     -MAE prefers when the model is unsure where the agent went) scores below the gold
     codes, and below a frame with the agent left where it was."""
     from rlvr_envs.core.factory import build_task
-    from rlvr_envs.policy_eval.pusht_judge import unmix
+    from rlvr_envs.video.pusht.judge import unmix
 
     task = build_task("rlvr_envs.video.task:VideoPredictionTask", data_dir=pusht64_dir, reward="pose")
     checked = 0

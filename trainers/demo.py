@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainers.common import add_dataclass_arguments, command_line, dataclass_from_namespace, parse_dataclass_args
+from trainers.common import command_line, parse_dataclass_args, reward_figure
 
 ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
 METRICS = ("mae", "mse", "psnr", "ssim", "repetition")
@@ -104,26 +104,6 @@ def frames_figure(task, indices, models: dict, path: Path) -> None:
             axes[r][c].set_yticks([])
         axes[r][0].set_ylabel(name, fontsize=8)
     fig.suptitle("PushT next frame (5 simulator steps ahead): real vs greedy predictions", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def reward_figure(log: Path, path: Path, ylabel: str = "reward (-MAE)") -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
-    rows = [r for r in rows if "reward" in r]
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ax.plot([r["step"] for r in rows], [r["reward"] for r in rows], alpha=0.4, label="per step")
-    if len(rows) >= 10:
-        smooth = np.convolve([r["reward"] for r in rows], np.ones(10) / 10, mode="valid")
-        ax.plot([r["step"] for r in rows][9:], smooth, label="10-step mean")
-    ax.set(xlabel="GRPO step", ylabel=ylabel, title="GRPO training reward")
-    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -205,6 +185,7 @@ def main(args: Args) -> dict:
     from rlvr_envs.video.task import shipped_world_model
     from rlvr_envs.video.world_model import load_world_model
     from trainers import grpo
+    from trainers.grpo_config import GRPOConfig
 
     args = args.resolved()
     if args.domain == "text":
@@ -226,10 +207,10 @@ def main(args: Args) -> dict:
     if (out / "grpo").exists():  # the demo's own folder: a new demo replaces the last one's GRPO run
         print(f"      replacing the earlier demo's {out / 'grpo'}", flush=True)
         shutil.rmtree(out / "grpo")
-    grpo_args = grpo.Args(env_id=ENV_ID, env_kwargs=("reward=mae",), out=str(out / "grpo"), steps=args.grpo_steps,
-                          max_seconds=60 * args.grpo_minutes, lr=1e-4, train_episodes=args.train_episodes,
-                          eval_every=10**9, eval_windows=min(16, args.eval_windows), seed=args.seed,
-                          threads=args.threads)
+    grpo_args = GRPOConfig(env_id=ENV_ID, env_kwargs=("reward=mae",), out=str(out / "grpo"), steps=args.grpo_steps,
+                           max_seconds=60 * args.grpo_minutes, lr=1e-4, train_episodes=args.train_episodes,
+                           eval_every=10**9, eval_windows=min(16, args.eval_windows), seed=args.seed,
+                           threads=args.threads)
     card = grpo.main(grpo_args)
     rlvr = load_world_model(str(out / "grpo"), task.vocab)
 
@@ -273,12 +254,6 @@ def main(args: Args) -> dict:
         print(planning_table(results["planning"]))
     print(f"report: {out / 'report.md'}")
     return results
-
-
-def add_arguments(parser) -> None:
-    """`rlvr-world demo`'s arguments (the CLI adds them only when the command is named)."""
-    add_dataclass_arguments(parser, Args)
-    parser.set_defaults(func=lambda namespace: main(dataclass_from_namespace(Args, namespace)) and 0)
 
 
 def parse_args(argv: list[str] | None = None) -> Args:

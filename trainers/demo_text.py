@@ -22,9 +22,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from trainers.common import command_line
+from rlvr_envs.core.paths import ASSETS
+from trainers.common import command_line, reward_figure
 
-ASSET = Path(__file__).resolve().parents[1] / "rlvr_envs" / "assets" / "text" / "minitextworld_sft_model"
+ASSET = ASSETS / "text" / "minitextworld_sft_model"
 ENV_IDS = {"task": "RLVRWorld/MiniTextWorld-TaskReward-v0", "binary": "RLVRWorld/MiniTextWorld-v0"}
 #: GRPO settings of the demo: the runs in benchmarks/results/text_world_models.md that did not hurt the SFT
 #: model (lr 5e-5 at temperature 1 lowered exact accuracy on changed transitions from 0.17 to 0.07); the longest
@@ -70,7 +71,7 @@ def main(args) -> dict[str, Any]:
     from rlvr_envs.integrations import task_from_env_id
     from rlvr_envs.integrations.hf import compare_reports, per_transition_report
     from trainers import grpo
-    from trainers.demo import reward_figure
+    from trainers.grpo_config import GRPOConfig
 
     torch.set_num_threads(args.threads)
     out = Path(args.out)
@@ -92,11 +93,11 @@ def main(args) -> dict[str, Any]:
         print(f"      replacing the earlier demo's {out / 'grpo'}", flush=True)
         shutil.rmtree(out / "grpo")
     size = ("size=16",) if args.tiny else ()
-    card = grpo.main(grpo.Args(env_id=env_id, env_kwargs=size, model=str(base_dir), out=str(out / "grpo"),
-                               steps=args.grpo_steps, max_seconds=60 * args.grpo_minutes, balance=True,
-                               eval_every=10**9, eval_windows=4, checkpoint_every=max(10, args.grpo_steps // 4),
-                               seed=args.seed, threads=args.threads,
-                               **{**GRPO, **({"max_completion_len": 16} if args.tiny else {})}))
+    card = grpo.main(GRPOConfig(env_id=env_id, env_kwargs=size, model=str(base_dir), out=str(out / "grpo"),
+                            steps=args.grpo_steps, max_seconds=60 * args.grpo_minutes, balance=True,
+                            eval_every=10**9, eval_windows=4, checkpoint_every=max(10, args.grpo_steps // 4),
+                            seed=args.seed, threads=args.threads,
+                            **{**GRPO, **({"max_completion_len": 16} if args.tiny else {})}))
 
     print("[4/4] evaluating the RLVR model on the same transitions", flush=True)
     scores["rlvr"] = evaluate(Path(card["final_model"]), task, indices)

@@ -44,10 +44,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainers.grpo import Args
+from trainers.grpo_config import GRPOConfig
 
 
-def build(args: Args) -> dict[str, Any]:
+def build(args: GRPOConfig) -> dict[str, Any]:
     """Everything checked and built before training (tasks, dataset, reward, GRPO config);
     every impossible config fails here with its reason."""
     from transformers import AutoConfig
@@ -105,7 +105,7 @@ def build(args: Args) -> dict[str, Any]:
             "reward": RewardFunction(args.env_id, task=train_task), "resume_from": resume_from, "world": world}
 
 
-def train(args: Args) -> dict[str, Any]:
+def train(args: GRPOConfig) -> dict[str, Any]:
     import torch
     from trl import GRPOTrainer, RLOOTrainer
 

@@ -1,4 +1,4 @@
-"""Task = dataset of transitions + codec + batched verifier (DESIGN.md §3).
+"""Task = dataset of transitions + codec + batched verifier.
 
 Every environment, vector env, TRL reward function and benchmark talks to a `Task`; a new
 dataset family only has to implement this protocol. Text families subclass `TextTask`,

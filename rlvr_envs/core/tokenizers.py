@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-EMBEDDED_DIR = Path(__file__).resolve().parents[1] / "assets" / "tokenizers"
+from rlvr_envs.core.paths import ASSETS
+
+EMBEDDED_DIR = ASSETS / "tokenizers"
 EMBEDDED = {"minitextworld": EMBEDDED_DIR / "minitextworld", "miniweb": EMBEDDED_DIR / "miniweb"}
 DEFAULT_TOKENIZER = "minitextworld"
 

@@ -1,4 +1,4 @@
-"""Thin adapters from the suite's tasks to RL training libraries (DESIGN.md §3, Integrations).
+"""Thin adapters from the suite's tasks to RL training libraries.
 
 - `rlvr_envs.integrations.trl`: a TRL reward function and prompt dataset from any env id.
 - `rlvr_envs.integrations.verl`: verl's `compute_score` and its dataset rows.

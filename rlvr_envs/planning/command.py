@@ -60,22 +60,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=run)
 
 
-def save_gif(path: Path, rows: list[np.ndarray], fps: int = 2) -> None:
-    """Frames side by side per time step ([T, H, W, 3] each, padded to the longest), upscaled 4x."""
-    from PIL import Image
-
-    length = max(len(r) for r in rows)
-    padded = [np.concatenate([r, np.repeat(r[-1:], length - len(r), axis=0)]) for r in rows]
-    frames = np.concatenate(padded, axis=2).repeat(4, axis=1).repeat(4, axis=2)
-    images = [Image.fromarray(f) for f in frames]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
-
-
 def save_episode_gif(path: Path, real, task, result) -> None:
     """A recorded episode side by side: the real rollout, the goal image, and (learned simulators)
     the simulator's prediction of the first plan."""
     goal = real.render_physics(task.goal)
+    from rlvr_envs.video.gif import save_gif
+
     strips = [result.frames, np.repeat(goal[None], len(result.frames), axis=0)]
     if result.predicted is not None:
         strips.append(np.concatenate([result.frames[:1], result.predicted]))
@@ -185,7 +175,7 @@ def run_objective(report: dict) -> str:
 
 
 def _report(args, config, mpc, data, summary, rows) -> dict:
-    from rlvr_envs.cli import recorded_command
+    from rlvr_envs.core.records import recorded_command
 
     return {"command": recorded_command("rlvr-world plan", args),
             "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "time": time.strftime("%Y-%m-%d %H:%M"),

@@ -56,12 +56,12 @@ def real2sim_starts(episodes, count: int, lead: int, seed: int = 0) -> list[np.n
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from rlvr_envs.cli import recorded_command
-    from rlvr_envs.planning.command import save_gif
+    from rlvr_envs.core.records import recorded_command
     from rlvr_envs.policy_eval.policies import pusht_policy_family
     from rlvr_envs.policy_eval.real2sim import evaluate
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
     from rlvr_envs.video.pusht import PushTEpisodeDataset
+    from rlvr_envs.video.gif import save_gif
     from rlvr_envs.video.task import embedded_heldout_dir
 
     if args.threads:
@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
             save_gif(out / "gifs" / f"{policy}.gif", [pair[1], pair[0]])  # real | learned
     report = {"command": recorded_command("rlvr-world policy-eval", args),
               "model": learned.model_name, "time": time.strftime("%Y-%m-%d %H:%M"), "data": str(data),
-              "judge": f"frame judge (rlvr_envs.policy_eval.pusht_judge) in both simulators, success = judged "
+              "judge": f"frame judge (rlvr_envs.video.pusht.judge) in both simulators, success = judged "
                        f"coverage > {args.success_coverage}; real_env_success is the real env's own coverage over "
                        f"the same bar", "policies": result["policies"], "summary": result["summary"],
               "rollouts": [{k: v for k, v in vars(r).items() if k != "frames"} for r in result["rollouts"]]}

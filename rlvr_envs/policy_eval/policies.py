@@ -9,7 +9,7 @@
 - a Stable-Baselines3 model (`predict(obs, deterministic=True) -> (action, state)`).
 
 `pusht_policy_family()` builds image-based PushT policies of graded quality: the scripted
-expert driven by poses read from pixels (`pusht_judge`) at several noise levels, and a
+expert driven by poses read from pixels (`video.pusht.judge`) at several noise levels, and a
 random policy; each returns one chunk of 5 targets per frame.
 """
 
@@ -89,7 +89,7 @@ class PixelExpert:
         self.last = np.full(2, ARENA_SIZE / 2)
 
     def step(self, image: np.ndarray) -> np.ndarray:
-        from rlvr_envs.policy_eval.pusht_judge import read_objects
+        from rlvr_envs.video.pusht.judge import read_objects
 
         seen = read_objects(image)
         pose, agent = seen.block, seen.agent

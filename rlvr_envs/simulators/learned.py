@@ -86,7 +86,7 @@ class LearnedPushTSim(gym.Env):
     ## Reward
     `reward="judge"` (default): PushT's own reward, clip(coverage / 0.95, 0, 1), with the
     coverage read from the predicted frame by the frame judge
-    (`rlvr_envs.policy_eval.pusht_judge`); `reward="none"`: 0 (planners use `rollout`).
+    (`rlvr_envs.video.pusht.judge`); `reward="none"`: 0 (planners use `rollout`).
 
     ## Episode End
     Terminated when the judged coverage exceeds 0.95 (reward "judge"); truncated after
@@ -224,7 +224,7 @@ class LearnedPushTSim(gym.Env):
         frames, chunks = frames[-self.history:], chunks[max(0, len(chunks) - (self.history - 1)):]
         if len(frames) < self.history:
             if agent_position is None:
-                from rlvr_envs.policy_eval.pusht_judge import agent_position as read_agent
+                from rlvr_envs.video.pusht.judge import agent_position as read_agent
 
                 agent_position = read_agent(frames[0])
             stay = np.full(2, ARENA_SIZE / 2) if agent_position is None else np.asarray(agent_position, float)
@@ -309,7 +309,7 @@ class LearnedPushTSim(gym.Env):
         self._steps += 1
         reward, terminated, info = 0.0, False, {"step": self._steps, "actions": self.counts.as_dict()}
         if self.reward_name == "judge":
-            from rlvr_envs.policy_eval.pusht_judge import judge_frame
+            from rlvr_envs.video.pusht.judge import judge_frame
 
             judged = judge_frame(self._frame)
             reward = float(np.clip(judged.coverage / SUCCESS_COVERAGE, 0.0, 1.0))
@@ -365,7 +365,7 @@ class LearnedPushTSim(gym.Env):
 
     def planning_start(self, observation) -> SimContext:
         """The context a planner rolls out from: the real frames (and chunks) seen so far."""
-        from rlvr_envs.policy_eval.pusht_judge import agent_position
+        from rlvr_envs.video.pusht.judge import agent_position
 
         frames = np.asarray(observation.frames)
         agent = observation.agent_position

@@ -1,4 +1,4 @@
-"""Verifier for text-game states in the ByteSized32 schema (DESIGN.md §4).
+"""Verifier for text-game states in the ByteSized32 schema.
 
 A state is a list of objects `{name, uuid, type, properties{...}, contains[...]}` plus a
 score record `{score, gameOver, gameWon}`. The model answers with the *state difference*

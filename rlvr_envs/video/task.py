@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlvr_envs.core.paths import ASSETS
 from rlvr_envs.core.task import Task
 from rlvr_envs.core.types import RewardResult, Transition
 from rlvr_envs.core.util import as_tuple
@@ -83,7 +84,7 @@ REWARDS: dict[str, tuple[str, float, float]] = {
 }
 LAYOUTS = ("single", "multi")
 SPLITS = ("all", "train", "test")
-EMBEDDED_DIR = Path(__file__).resolve().parents[1] / "assets" / "video"
+EMBEDDED_DIR = ASSETS / "video"
 MODEL_HINT = ("a world model directory (`save_pretrained` LLaMA over this tokenizer's codes + 256 action bins), "
               "e.g. from `python -m trainers.train_video_world_model`")
 
@@ -542,7 +543,7 @@ class VideoPredictionTask(Task):
         """reward='pose': per row, the (agent, block position, block angle) errors of the judge's
         readings of the predicted frames against its readings of the real ones (cached),
         averaged over the predicted frames."""
-        from rlvr_envs.policy_eval.pusht_judge import object_errors, read_objects
+        from rlvr_envs.video.pusht.judge import object_errors, read_objects
 
         frames = (pred.clamp(0, 1) * 255.0).round().to(torch.uint8).numpy()  # [B, T, H, W, 3]
         rows = []
