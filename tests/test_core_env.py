@@ -176,6 +176,22 @@ def test_group_helpers_score_g_responses_on_one_transition():
     assert isinstance(gym.make(env_id, **registry_test_kwargs(env_id)).unwrapped.task, type(task))
 
 
+def test_group_advantages_are_trls_for_numpy_and_torch():
+    """One definition for the video loop (torch) and users' own samplers (NumPy): TRL's
+    GRPOTrainer, (r - group mean) / (nanstd + 1e-4), nanstd Bessel-corrected."""
+    import torch
+    from trl.trainer.utils import nanstd
+
+    from rlvr_envs.core.groups import group_advantages
+
+    rewards = torch.tensor([[1.0, 2.0, 3.0, 6.0], [0.0, 1.0, 0.0, 0.0], [0.5, 0.5, 0.5, 0.5]])
+    trl = (rewards - rewards.mean(dim=1, keepdim=True)) / (nanstd(rewards, dim=1).unsqueeze(1) + 1e-4)
+    torch.testing.assert_close(group_advantages(rewards), trl)
+    np.testing.assert_allclose(group_advantages(rewards.numpy().tolist()), trl.numpy(), rtol=1e-6)
+    assert group_advantages(rewards.numpy()).dtype == np.float64
+    np.testing.assert_allclose(group_advantages([1.0, 3.0], scale=False), [-1.0, 1.0])
+
+
 # -- actions are validated at the door, in both modes and both envs ------------------------------
 
 @pytest.mark.parametrize("bad", [2.0, np.float32(1), "3", True, np.array([1.5]), None])

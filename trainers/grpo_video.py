@@ -36,20 +36,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from rlvr_envs.core.groups import group_advantages
 from trainers.common import command_line
 
 #: seed of the PushT episodes GRPO trains on when no data_dir is given (held-out set: 10000)
 TRAIN_EPISODES_SEED = 20_000
 EVAL_TOP_K = 100  # the paper's evaluation sampling
-
-
-def group_advantages(rewards: torch.Tensor, scale: bool = True) -> torch.Tensor:
-    """[P, G] rewards -> [P, G] advantages: minus the group mean, divided by the group's
-    (unbiased) std + 1e-4 when `scale` (TRL's `scale_rewards="group"`; Dr. GRPO: no scale)."""
-    centred = rewards - rewards.mean(dim=1, keepdim=True)
-    if not scale:
-        return centred
-    return centred / (rewards.std(dim=1, keepdim=True) + 1e-4)
 
 
 def grpo_loss(logps: torch.Tensor, old_logps: torch.Tensor, ref_logps: torch.Tensor | None,
