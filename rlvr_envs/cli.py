@@ -55,7 +55,8 @@ def run_checkout_command(name: str, argv: list[str]) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from rlvr_envs.registration import ENVS, markdown_table
+    from rlvr_envs.core.extras import MissingExtraError
+    from rlvr_envs.registration import ENVS, SIMULATORS, availability, markdown_table
 
     if args.update_readme:
         update_readme(args.update_readme, markdown_table())
@@ -64,9 +65,14 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(markdown_table())
         return 0
     rows = [("id", "modality", "reward", "available here")]
-    for entry in ENVS:
-        ok, hint = entry.availability(data_dir=args.data_dir)
-        rows.append((entry.id, entry.modality, entry.reward, "yes" if ok else f"no: {hint}"))
+    described = [(e.id, e) for e in ENVS] + list(SIMULATORS.items())
+    for env_id, described_by in described:
+        ok, hint = availability(env_id, data_dir=args.data_dir)
+        try:
+            modality, reward = described_by.modality, described_by.reward
+        except MissingExtraError:  # the task class is not importable: its domain's extra is missing
+            modality, reward = described_by.task.split(".")[1], "-"
+        rows.append((env_id, modality, reward, "yes" if ok else f"no: {hint}"))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
@@ -154,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run a command; data problems the user can fix end in one line on stderr, exit 1."""
     import rlvr_envs  # noqa: F401  (registers the ids for `episode`)
     from rlvr_envs.core.errors import DataError, DownloadError
+    from rlvr_envs.core.extras import MissingExtraError
 
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] and argv[0] in CHECKOUT_COMMANDS:
@@ -161,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
     try:
         return int(args.func(args) or 0)
-    except (DataError, DownloadError, FileNotFoundError) as exc:
+    except (DataError, DownloadError, FileNotFoundError, MissingExtraError) as exc:
         print(f"rlvr-world: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

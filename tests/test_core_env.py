@@ -253,3 +253,18 @@ def test_step_before_reset_is_a_clear_error():
         NextStatePredictionEnv(EchoTask()).step(np.array([1]))
     with pytest.raises(RuntimeError, match="reset"):
         BatchedNextStatePredictionVectorEnv(EchoTask(), num_envs=2).step(np.array([[1], [1]]))
+
+
+def test_needs_extra_names_the_extra_and_keeps_real_bugs():
+    from rlvr_envs.core.extras import MissingExtraError, needs_extra
+
+    with pytest.raises(MissingExtraError, match=r"^the thing needs the \[train\] extra \(trl is not installed\): "
+                                                r"pip install 'rlvr-world\[train\]'$"):
+        with needs_extra("the thing"):
+            raise ModuleNotFoundError("No module named 'trl'", name="trl")
+    with pytest.raises(MissingExtraError, match=r"\[web-agent\]"):  # an explicit extra wins over the default
+        with needs_extra("the MiniWeb agent", extra="web-agent"):
+            raise ModuleNotFoundError("No module named 'torch'", name="torch")
+    with pytest.raises(ModuleNotFoundError, match="no_such_module"):  # not an optional dependency: a real bug
+        with needs_extra("the thing"):
+            raise ModuleNotFoundError("No module named 'no_such_module'", name="no_such_module")

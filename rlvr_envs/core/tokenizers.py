@@ -7,6 +7,8 @@ BPE trained with the `tokenizers` library on generated MiniTextWorld text
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,8 @@ def load_tokenizer(spec: Any = None):
         spec = DEFAULT_TOKENIZER
     if not isinstance(spec, (str, Path)):
         return spec
+    if importlib.util.find_spec("torch") is None:  # the core install: tokenizers need no torch, so no advice
+        os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     from transformers import AutoTokenizer
 
     if str(spec) in EMBEDDED:

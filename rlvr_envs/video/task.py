@@ -594,8 +594,21 @@ class VideoPredictionTask(Task):
 
     @staticmethod
     def availability(data_dir: str | None = None, dataset: str = "pusht", tokenizer: str | None = None,
+                     reward: str = "l1_lpips", lpips_net: str = "vgg", lpips_random_backbone_seed: int | None = None,
                      **_: Any) -> tuple[bool, str]:
-        """(buildable with these arguments?, what is missing), without building anything."""
+        """(buildable with these arguments?, what is missing), without building anything: the
+        data and tokenizer first, then the LPIPS trunk weights the default reward downloads."""
+        ok, where = VideoPredictionTask._data_availability(data_dir, dataset, tokenizer)
+        if ok and reward == "l1_lpips" and lpips_random_backbone_seed is None:
+            from rlvr_envs.video.metrics.perceptual import trunk_checkpoint_path, trunk_url
+
+            if not trunk_checkpoint_path(lpips_net).is_file():
+                return False, (f"reward l1_lpips needs the LPIPS {lpips_net} trunk at {trunk_checkpoint_path(lpips_net)}"
+                               f" (download {trunk_url(lpips_net)} there), or pass reward='mae'")
+        return ok, where
+
+    @staticmethod
+    def _data_availability(data_dir: str | None, dataset: str, tokenizer: str | None) -> tuple[bool, str]:
         if dataset not in DATASETS:
             return False, f"unknown dataset {dataset!r}; one of {sorted(DATASETS)}"
         if dataset == "pusht":
