@@ -68,7 +68,7 @@ def test_sft_writes_model_checkpoints_and_split_accuracy(sft_model):
 
 
 def test_sft_dataset_trains_on_the_answer_only():
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from trainers.sft import sft_dataset
 
     task = task_from_env_id(ENV_ID, split="train", size=8)
@@ -82,7 +82,7 @@ def test_sft_dataset_trains_on_the_answer_only():
 def test_prompt_loss_decides_whether_prompt_tokens_carry_labels(prompt_loss, tmp_path):
     from trl import SFTTrainer
 
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from trainers.sft import build_text_model, sft_config, sft_dataset
 
     task = task_from_env_id(ENV_ID, split="train", size=8)

@@ -19,7 +19,7 @@ TEXT_ASSETS = ASSETS / "text"
 def test_shipped_minitextworld_model_answers_held_out_transitions(name):
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from rlvr_envs.integrations.hf import evaluate_accuracy
     from trainers.sft import check_vocabulary
 

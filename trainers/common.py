@@ -88,3 +88,11 @@ def reward_figure(log: Path, path: Path, ylabel: str = "reward (-MAE)") -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+
+def lora_config(r: int, alpha: int):
+    """The one LoRA setup of every trainer: rank `r` on every linear layer but the output head
+    (for LLaMA: q, k, v, o, gate, up, down projections), no dropout."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")

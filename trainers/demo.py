@@ -179,9 +179,9 @@ def table(results: dict) -> str:
 def main(args: Args) -> dict:
     import torch
 
-    from rlvr_envs.core.factory import build_task
-    from rlvr_envs.registration import entry
-    from rlvr_envs.video.evaluation import held_out_indices, paired_difference, score_baselines, summarize
+    from baselines.video import score_baselines
+    from rlvr_envs.registration import task_from_env_id
+    from rlvr_envs.video.evaluation import held_out_indices, paired_difference, summarize
     from rlvr_envs.video.task import shipped_world_model
     from rlvr_envs.video.world_model import load_world_model
     from trainers import grpo
@@ -197,7 +197,7 @@ def main(args: Args) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     print(f"[1/5] loading the shipped PushT tokenizer and MLE world model; held-out set for {ENV_ID}", flush=True)
-    task = build_task(entry(ENV_ID).task, **entry(ENV_ID).kwargs, reward="mae")
+    task = task_from_env_id(ENV_ID, reward="mae")
     base = shipped_world_model(task)
     indices = held_out_indices(len(task), args.eval_windows)
     print(f"[2/5] evaluating the MLE base on {len(indices)} held-out transitions x {args.eval_seeds} seeds", flush=True)

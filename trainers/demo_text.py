@@ -68,8 +68,9 @@ def main(args) -> dict[str, Any]:
     """`args`: `trainers.demo.Args` (already resolved) with domain "text"."""
     import torch
 
-    from rlvr_envs.integrations import task_from_env_id
+    from baselines.text import nothing_changes
     from rlvr_envs.integrations.hf import compare_reports, per_transition_report
+    from rlvr_envs.registration import task_from_env_id
     from trainers import grpo
     from trainers.grpo_config import GRPOConfig
 
@@ -101,7 +102,7 @@ def main(args) -> dict[str, Any]:
 
     print("[4/4] evaluating the RLVR model on the same transitions", flush=True)
     scores["rlvr"] = evaluate(Path(card["final_model"]), task, indices)
-    baseline = task.verify_text(indices, [task.unchanged_answer(i) for i in indices])
+    baseline = nothing_changes(task, indices)
     results: dict[str, Any] = {
         "env_id": env_id, "reward": task.reward_description, "held_out_transitions": len(indices),
         "grpo_steps": card["steps"], "grpo_seconds": card["seconds"],

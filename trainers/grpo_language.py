@@ -53,7 +53,7 @@ def build(args: GRPOConfig) -> dict[str, Any]:
     from transformers import AutoConfig
     from trl import GRPOConfig, RLOOConfig
 
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from rlvr_envs.integrations.trl import RewardFunction, balanced_indices, changed_indices, prompt_dataset
     from trainers.prompt_filter import read_prompt_indices, training_task
     from trainers.sft import (check_vocabulary, device_kwargs, last_checkpoint, model_tokenizer_kwargs,
@@ -110,7 +110,8 @@ def train(args: GRPOConfig) -> dict[str, Any]:
     from trl import GRPOTrainer, RLOOTrainer
 
     from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, TimeLimit, held_out_indices
-    from trainers.sft import finish_run, lora_config
+    from trainers.common import lora_config
+    from trainers.sft import finish_run
 
     torch.set_num_threads(args.threads)
     started = time.perf_counter()

@@ -109,7 +109,7 @@ def training_arrays(task) -> tuple[np.ndarray, np.ndarray]:
 @torch.no_grad()
 def evaluate(model, task, windows: list[int], seed: int, top_k: int = 100, batch: int = 16) -> dict[str, dict]:
     """Held-out metrics of the model's samples and of the baselines, in raw units."""
-    from rlvr_envs.video import metrics
+    from baselines.video import copy_last_frame_pixels, copy_last_frame_responses
     from rlvr_envs.video.world_model import generate_responses
 
     layout = task.layout
@@ -122,18 +122,10 @@ def evaluate(model, task, windows: list[int], seed: int, top_k: int = 100, batch
         given = None if task.config.layout == "single" else np.stack([task.given_action_tokens(i) for i in chunk])
         sampled = generate_responses(model, prompts, layout, given, temperature=1.0, top_k=top_k,
                                      seed=seed + start)
-        copies = []
-        for i in chunk:
-            last = task.transition(i).meta["last_history_codes"]
-            codes = np.tile(last, (task.config.future_frames, 1))
-            copies.append(layout.response(codes, None if given is None else task.given_action_tokens(i)))
         rows["model"] += task.verify(chunk, list(sampled))
-        rows["copy_last_frame_tokens"] += task.verify(chunk, copies)
+        rows["copy_last_frame_tokens"] += task.verify(chunk, copy_last_frame_responses(task, chunk))
         rows["tokenizer_ceiling"] += task.verify(chunk, [task.target_ids(i) for i in chunk])
-        for i in chunk:
-            transition = task.transition(i)
-            last = np.repeat(transition.state[-1:], task.config.future_frames, axis=0)
-            pixel_copy.append(metrics.video_prediction_metrics(last[None], transition.next_state[None]).mean())
+        pixel_copy += copy_last_frame_pixels(task, chunk)
     report = {name: {key: float(np.mean([r.metrics[key] for r in results]))
                      for key in ("mae", "mse", "psnr", "ssim", "repetition")} | {
                          "parsed": float(np.mean([r.parsed for r in results]))}

@@ -24,7 +24,9 @@ PLANNERS = ("base", "rlvr", "random", "true_sim", "blind")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from rlvr_envs.planning.cem import OBJECTIVES
+    from rlvr_envs.planning.cem import OBJECTIVES, CEMConfig
+
+    cem = CEMConfig()  # the one home of the CEM defaults (DINO-WM's)
 
     parser.add_argument("--planners", default="base,random,true_sim",
                         help=f"comma-separated, of {','.join(PLANNERS)} (rlvr needs --rlvr-model)")
@@ -39,11 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="recorded frames before the start the planners see (a frame every chunk, and the "
                              "chunks between them): a learned simulator's first plan then starts from real motion "
                              "(0: the start frame alone, an agent at rest)")
-    parser.add_argument("--horizon", type=int, default=5)
-    parser.add_argument("--samples", type=int, default=300)
-    parser.add_argument("--top-k", type=int, default=30)
-    parser.add_argument("--iterations", type=int, default=30)
-    parser.add_argument("--init-std", type=float, default=60.0)
+    parser.add_argument("--horizon", type=int, default=cem.horizon)
+    parser.add_argument("--samples", type=int, default=cem.samples)
+    parser.add_argument("--top-k", type=int, default=cem.top_k)
+    parser.add_argument("--iterations", type=int, default=cem.iterations)
+    parser.add_argument("--init-std", type=float, default=cem.init_std)
     parser.add_argument("--rounds", type=int, default=2, help="plans per episode (MPC)")
     parser.add_argument("--execute", type=int, default=None, help="chunks executed per plan (default: all)")
     parser.add_argument("--objective", default="pixels", choices=OBJECTIVES,

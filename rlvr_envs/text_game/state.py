@@ -58,7 +58,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlvr_envs.core.answer import AnswerError, parse_json_object
+from rlvr_envs.core.answer import AnswerError
 
 SCORE_FIELDS = ("score", "gameOver", "gameWon")
 #: keys every object of `modified` must carry ("type" only where the real objects carry it)
@@ -281,7 +281,3 @@ def score_prediction(current_flat: dict[tuple, Any], gold_flat: dict[tuple, Any]
 
 def max_task_reward(has_changes: bool) -> float:
     return W_OBJECTS + W_SCORE + W_EXACT + (W_CHANGED if has_changes else 0.0)
-
-
-def parse_difference(text: str) -> dict[str, Any]:
-    return parse_json_object(text)
