@@ -48,11 +48,39 @@ def _action_of(output: Any) -> Any:
     return output
 
 
+def load_policy(spec: str) -> Policy:
+    """The user's policy named `MODULE:NAME` (importable from the working directory): a callable
+    `image -> action`, a SIMPLER-style object, or a class of either (built with no arguments),
+    reported under NAME (or the object's own `name`). Bad specs raise ValueError in one line."""
+    import importlib
+    import os
+    import sys
+
+    module, sep, attr = spec.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"--policy {spec!r}: expected MODULE:NAME, e.g. my_policies:greedy")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # a console script does not put the working directory on the path
+    try:
+        found = getattr(importlib.import_module(module), attr)
+    except ImportError as exc:
+        raise ValueError(f"--policy {spec!r}: cannot import {module} ({exc}); run from the folder holding it or "
+                         f"install it") from None
+    except AttributeError:
+        raise ValueError(f"--policy {spec!r}: {module} has no {attr}") from None
+    if isinstance(found, type):
+        found = found()
+    try:
+        return as_policy(found, name=getattr(found, "name", None) or attr)
+    except TypeError as exc:
+        raise ValueError(f"--policy {spec!r}: {exc}") from None
+
+
 def as_policy(obj: Any, name: str | None = None) -> Policy:
     """Adapt a callable, a SIMPLER-style object or an SB3 model (see the module doc)."""
     if isinstance(obj, Policy):
         return obj
-    label = name or getattr(obj, "name", None) or type(obj).__name__
+    label = name or getattr(obj, "name", None) or getattr(obj, "__name__", None) or type(obj).__name__
     if hasattr(obj, "predict") and not hasattr(obj, "step"):  # SB3
         return Policy(label, lambda image: obj.predict(image, deterministic=True)[0])
     if hasattr(obj, "step") and hasattr(obj, "reset"):  # SIMPLER
