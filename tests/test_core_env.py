@@ -268,3 +268,18 @@ def test_needs_extra_names_the_extra_and_keeps_real_bugs():
     with pytest.raises(ModuleNotFoundError, match="no_such_module"):  # not an optional dependency: a real bug
         with needs_extra("the thing"):
             raise ModuleNotFoundError("No module named 'no_such_module'", name="no_such_module")
+
+
+def test_run_record_has_one_format_and_flags_a_busy_machine(monkeypatch):
+    import argparse
+    import os
+
+    from rlvr_envs.core import records
+
+    loads = iter([(0.1, 0, 0), (9.0 * (os.cpu_count() or 1), 0, 0)])
+    monkeypatch.setattr(records.os, "getloadavg", lambda: next(loads))
+    record = records.RunRecord("python -m benchmarks.x", argparse.Namespace(steps=3, quiet=True, out=None))
+    run = record.finish()
+    assert set(run) == {"program", "command", "argv", "machine", "load", "start", "end", "seconds", "git_commit"}
+    assert run["command"] == "python -m benchmarks.x --steps 3 --quiet" and run["load"]["busy"] is True
+    assert run["start"] <= run["end"] and run["seconds"] >= 0 and "cores" in run["machine"]
