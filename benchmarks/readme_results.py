@@ -120,7 +120,13 @@ def _table(header: list[str], align: list[str], rows: list[list[str]]) -> str:
 
 
 def _machine(data: dict) -> str:
-    """A results file's machine, as one string (metrics_throughput records a dict)."""
+    """A results file's machine, as one string: from its run record (`rlvr_envs.core.records`,
+    the one format new runs write), else the older per-script fields (metrics_throughput: a dict)."""
+    run = data.get("run")
+    if isinstance(run, dict) and run.get("machine"):
+        load = run.get("load") or {}
+        busy = f" (shared: load {load.get('before')} -> {load.get('after')})" if load.get("busy") else ""
+        return f"{run['machine']}{busy}"
     machine = data.get("machine", "")
     if isinstance(machine, dict):
         parts = [machine.get("cpu"), f"{machine['cpu_count']} cores" if "cpu_count" in machine else None,

@@ -260,3 +260,10 @@ def test_goals_table_reads_each_goal_from_its_files(monkeypatch, tmp_path):
     _text_file(tmp_path / "text_world_models_b.json", {"bigger": (0.11, 0.97)})
     row = next(line for line in rr._goals().split("\n") if "MiniTextWorld" in line)
     assert "best of 3 recipes and steps" in row and "bigger +0.110" in row and "| met |" in row
+
+
+def test_a_run_record_names_the_machine_and_flags_a_shared_one():
+    record = {"machine": "x86_64, 2 cores, CPU only", "load": {"before": 3.1, "after": 4.0, "busy": True}}
+    assert rr._machine({"run": record, "machine": "old"}) == "x86_64, 2 cores, CPU only (shared: load 3.1 -> 4.0)"
+    assert rr._machine({"run": {**record, "load": {"busy": False}}}) == "x86_64, 2 cores, CPU only"
+    assert rr._machine({"machine": "x86_64, 2 threads, CPU"}) == "x86_64, 2 threads, CPU"  # older files
