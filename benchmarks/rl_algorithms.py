@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
+import sys
 import time
 from pathlib import Path
 
@@ -198,12 +198,14 @@ def best_of_n_scores(args) -> dict:
 
 
 def main(argv=None) -> int:
+    from rlvr_envs.core.records import RunRecord
+
     args = parse(argv)
     began = time.perf_counter()
-    report = {"command": "python -m benchmarks.rl_algorithms " + " ".join(argv if argv is not None else
-                                                                           __import__("sys").argv[1:]),
-              "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "env_id": args.env_id,
-              "score": args.score,
+    record = RunRecord("python -m benchmarks.rl_algorithms", threads=args.threads)
+    command = "python -m benchmarks.rl_algorithms " + " ".join(argv if argv is not None else sys.argv[1:])
+    record.command = command
+    report = {"command": command, "run": record.finish(), "env_id": args.env_id, "score": args.score,
               "config": {k: v for k, v in vars(args).items()}, "methods": {}}
     gradient_methods = [m for m in args.methods if m in POLICY_GRADIENT]
     if "best_of_n" in args.methods:  # cheap and seed-free: first
@@ -227,6 +229,7 @@ def main(argv=None) -> int:
                         f"{final}_mean": float(np.mean([r[final] for r in ppo["seeds"].values()]))})
             write(report, Path(args.out))
     report["seconds"] = time.perf_counter() - began
+    report["run"] = record.finish()
     write(report, Path(args.out))
     print((Path(args.out).with_suffix(".md")).read_text())
     return 0
@@ -238,7 +241,8 @@ def write(report: dict, out: Path) -> None:
     score = report.get("score", "sampled_mae")
     label = {"sampled_mae": "sampled MAE", "greedy_reward": "greedy held-out reward"}[score]
     ppo_key = "mae" if score == "sampled_mae" else "reward"
-    lines = [f"# RL algorithms on {report['env_id']}", "", f"`{report['command']}` on {report['machine']}",
+    machine = report["run"]["machine"] if "run" in report else report["machine"]
+    lines = [f"# RL algorithms on {report['env_id']}", "", f"`{report['command']}` on {machine}",
              "", f"| method | seeds | start {label} | final {label} (mean ± sd over seeds) | train s / run |",
              "|---|---|---:|---:|---:|"]
     for name, method in report["methods"].items():

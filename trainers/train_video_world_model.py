@@ -139,7 +139,7 @@ def main(args: Args) -> dict:
     from tqdm.auto import tqdm
     from transformers import LlamaForCausalLM
 
-    from rlvr_envs.video.world_model import build_world_model, check_model_vocabulary, save_world_model
+    from rlvr_envs.video.world_model import build_world_model, check_world_model_config, save_world_model
 
     args.validate()
     torch.manual_seed(args.seed)
@@ -168,7 +168,7 @@ def main(args: Args) -> dict:
     else:
         model = build_world_model(train_task.vocab, sequences.shape[1], args.preset, args.seed)
         state = None
-    check_model_vocabulary(model, train_task.vocab)
+    check_world_model_config(model.config, train_task.vocab, train_task.layout)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01, betas=(0.9, 0.95))
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min(1.0, (s + 1) / args.warmup) * 0.5 * (1 + np.cos(np.pi * min(1.0, s / args.steps))))

@@ -42,7 +42,7 @@ over the fields that differ between the current and the next state; the term is 
 when none does. Score fields count as changed fields, so a transition that changes only
 the score has a maximum of 1.3 (the reference compares objects only there and gives 0.3).
 
-Deliberate differences from the reference evaluation (documented in README):
+Deliberate differences from the reference evaluation (documented in docs/environments.md):
   * objects the action *creates* are added when the state is rebuilt (the reference drops
     them, so 51 official test rows could never score 1);
   * an unexpected property key costs one wrong field instead of zeroing the reward;

@@ -286,7 +286,7 @@ class VideoPredictionTask(Task):
         self.max_prompt_len = self.layout.prompt_len
         self.max_response_len = self.layout.response_len + 1  # room for an EOS after the frames
         if config.model is not None:  # a checkpoint for another vocabulary fails now, naming both
-            check_world_model_config(config.model, self)
+            check_world_model_dir(config.model, self)
         self.native_resolution: tuple[int, int] | None = None
         self._build(source)
 
@@ -633,7 +633,7 @@ def shipped_world_model_dir(layout: str) -> Path:
     return EMBEDDED_DIR / f"pusht_{layout}_step_model"
 
 
-def check_world_model_config(directory: str | Path, task: "VideoPredictionTask") -> None:
+def check_world_model_dir(directory: str | Path, task: "VideoPredictionTask") -> None:
     """Fail, naming the checkpoint and the tokenizer, when the world model at `directory`
     (its `config.json` only; no weights are read) cannot serve `task`: another vocabulary
     (size or bos/eos/pad ids) or too few positions for prompt + response."""
@@ -645,23 +645,15 @@ def check_world_model_config(directory: str | Path, task: "VideoPredictionTask")
                                 f"config.json): pass model= {MODEL_HINT}")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-        size, ids = raw["vocab_size"], (raw.get("bos_token_id"), raw.get("eos_token_id"), raw.get("pad_token_id"))
+        raw["vocab_size"]
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         from rlvr_envs.core.errors import DataError
 
         raise DataError(f"{path}: not a world model config ({type(exc).__name__}: {exc})") from None
-    vocab = task.vocab
-    context = f" + {vocab.context_codes} context codes" if vocab.context_codes else ""
-    needs = f"{vocab.frame_codes} frame codes{context} + {vocab.action_bins} action bins + bos/eos/pad"
-    if size != vocab.size or tuple(ids) != (vocab.bos, vocab.eos, vocab.pad):
-        raise ValueError(f"the world model at {directory} has vocabulary size {size} and bos/eos/pad {ids}, but the "
-                         f"task over the tokenizer at {task.tokenizer_dir} ({needs}) needs {vocab.size} and "
-                         f"{(vocab.bos, vocab.eos, vocab.pad)}: use a model trained with this tokenizer")
-    positions, needed = raw.get("max_position_embeddings"), task.layout.prompt_len + task.layout.response_len
-    if isinstance(positions, int) and positions < needed:
-        raise ValueError(f"the world model at {directory} has {positions} positions, but the task's "
-                         f"{task.config.layout}-step layout over the tokenizer at {task.tokenizer_dir} needs "
-                         f"{needed} (prompt {task.layout.prompt_len} + response {task.layout.response_len})")
+    from rlvr_envs.video.world_model import check_world_model_config
+
+    check_world_model_config(raw, task.vocab, task.layout, f"the world model at {directory}",
+                             str(task.tokenizer_dir))
 
 
 def shipped_world_model(task: "VideoPredictionTask", directory: str | None = None):
@@ -681,7 +673,7 @@ def shipped_world_model(task: "VideoPredictionTask", directory: str | None = Non
                              "e.g. from `python -m trainers.train_video_world_model`")
         directory = shipped_world_model_dir(task.config.layout)
     directory = Path(directory)
-    check_world_model_config(directory, task)
+    check_world_model_dir(directory, task)
     model = load_world_model(str(directory), task.vocab)
     card = directory / "card.json"
     model.card = json.loads(card.read_text(encoding="utf-8")) if card.is_file() else {}
