@@ -78,6 +78,7 @@ class RunRecord:
         self.threads = threads
         self.start = time.time()
         self.load_before = _load()
+        self.git_commit = git_commit()  # the code that runs, read before the work (the tree may change)
 
     def finish(self) -> dict[str, Any]:
         end = time.time()
@@ -89,4 +90,4 @@ class RunRecord:
                 "load": {"before": self.load_before, "after": load_after, "busy": busy},
                 "start": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(self.start)) + " UTC",
                 "end": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(end)) + " UTC",
-                "seconds": round(end - self.start, 1), "git_commit": git_commit()}
+                "seconds": round(end - self.start, 1), "git_commit": self.git_commit}
