@@ -131,14 +131,14 @@ def build_training(args, held_out):
     """The training task: `data_dir`'s train split, or PushT episodes generated once (seed
     20000). Training windows start at every frame and every phase of the frame skip."""
     from rlvr_envs.registration import entry, task_from_env_id
-    from rlvr_envs.video.task import embedded_heldout_dir
+    from rlvr_envs.video.task import pusht_episodes_dir
 
     kwargs = {**entry(args.env_id).kwargs, **args.kwargs()}
     if "data_dir" in kwargs:
         kwargs["split"] = "train"
     else:
         resolution = held_out.tokenizer.config.resolution[0]
-        kwargs["data_dir"] = embedded_heldout_dir(args.train_episodes, resolution, seed=TRAIN_EPISODES_SEED)
+        kwargs["data_dir"] = pusht_episodes_dir(args.train_episodes, resolution, seed=TRAIN_EPISODES_SEED)
     kwargs.update(frame_offsets=tuple(range(held_out.config.frame_skip)), window_stride=1)
     return task_from_env_id(args.env_id, **kwargs)
 

@@ -680,14 +680,25 @@ def shipped_world_model(task: "VideoPredictionTask", directory: str | None = Non
     return model
 
 
-def embedded_heldout_dir(episodes: int, resolution: int, seed: int = 10_000) -> str:
+#: the seed of the embedded held-out PushT set; no training set uses it
+HELD_OUT_EPISODES_SEED = 10_000
+
+
+def embedded_heldout_dir(episodes: int, resolution: int) -> str:
     """The deterministic held-out PushT set: `episodes` episodes recorded from the real
-    simulator with a seed no training set uses, generated on first use and cached under
-    the data root (`$RLVR_WORLD_DATA`, default ~/.cache/rlvr_world)."""
+    simulator with a seed no training set uses (`pusht_episodes_dir`)."""
+    return pusht_episodes_dir(episodes, resolution, HELD_OUT_EPISODES_SEED)
+
+
+def pusht_episodes_dir(episodes: int, resolution: int, seed: int) -> str:
+    """`episodes` PushT episodes recorded from the real simulator with `seed`, generated on
+    first use and cached under the data root (`$RLVR_WORLD_DATA`, default ~/.cache/rlvr_world):
+    the held-out set, or training episodes generated once (another seed)."""
     from rlvr_envs.core.paths import data_root
     from rlvr_envs.video import pusht
 
-    folder = data_root() / f"pusht-heldout-r{resolution}-s{seed}-n{episodes}"
+    kind = "heldout" if seed == HELD_OUT_EPISODES_SEED else "train"
+    folder = data_root() / f"pusht-{kind}-r{resolution}-s{seed}-n{episodes}"
     if not (folder / "summary.json").is_file():  # generated once; resumable if interrupted
         config = pusht.PushTGenerationConfig(episodes=episodes, resolution=resolution, seed=seed)
         pusht.generate_dataset(config, folder, workers=1, progress=False)
