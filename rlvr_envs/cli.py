@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run a command; data problems the user can fix end in one line on stderr, exit 1."""
     import rlvr_envs  # noqa: F401  (registers the ids for `episode`)
     from rlvr_envs.core.errors import DataError, DownloadError
-    from rlvr_envs.core.extras import MissingExtraError
+    from rlvr_envs.core.extras import MissingExtraError, missing_extra
 
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] and argv[0] in CHECKOUT_COMMANDS:
@@ -170,6 +170,12 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except (DataError, DownloadError, FileNotFoundError, MissingExtraError) as exc:
         print(f"rlvr-world: error: {exc}", file=sys.stderr)
+        return 1
+    except ModuleNotFoundError as exc:  # a command run without its extra (e.g. plan without [video])
+        error = missing_extra(exc, f"rlvr-world {args.command}")
+        if error is None:
+            raise
+        print(f"rlvr-world: error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("rlvr-world: interrupted", file=sys.stderr)

@@ -87,4 +87,8 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch, capsys):
     assert main(["episode", "RLVRWorld/PushT-SingleStep-v0"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("rlvr-world: error:") and "\n" not in err and "rlvr-world[video]" in err
+    assert main(["plan", "--out", "unused"]) == 1  # a whole command without its extra: the same one line
+    err = capsys.readouterr().err.strip()
+    assert err == ("rlvr-world: error: rlvr-world plan needs the [video] extra (torch is not installed): "
+                   "pip install 'rlvr-world[video]'")
 
