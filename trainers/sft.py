@@ -163,34 +163,18 @@ def last_checkpoint(out: str | Path, resume: bool) -> str | None:
     return last
 
 
-def cpu_has_native_bf16(cpuinfo: str | None = None) -> bool:
-    """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX). Without it PyTorch emulates
-    bf16 and autocast is slower than fp32: measured 2.1x slower per SFT step on MiniWeb on an
-    AVX512 Xeon without BF16, while CPUs with it ran about 35% faster."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:  # not Linux: assume emulated bf16
-            return False
-    flags = set()
-    for line in cpuinfo.splitlines():
-        if line.startswith("flags"):
-            flags.update(line.partition(":")[2].split())
-    return bool(flags & {"avx512_bf16", "amx_bf16"})
-
-
-def device_kwargs(fp32: bool) -> dict[str, bool]:
-    """bf16 autocast (fp32 weights) where the hardware has native bf16 (a GPU that supports it, or
-    `cpu_has_native_bf16`), fp32 otherwise or with `fp32`. Without a GPU: `use_cpu`
+def device_kwargs(fp32: bool, device: str = "auto") -> dict[str, bool]:
+    """TrainingArguments for `rlvr_envs.core.device`'s policy: bf16 autocast (fp32 weights) where
+    the device computes bf16 natively, fp32 otherwise or with `fp32`. On a CPU: `use_cpu`
     (transformers refuses bf16 on a CPU it was not told to use) and no gradient checkpointing
     (TRL turns it on to save GPU memory; on a CPU it only costs time)."""
-    import torch
-
     from transformers import TrainingArguments
 
-    cuda = torch.cuda.is_available()
-    bf16 = not fp32 and (torch.cuda.is_bf16_supported() if cuda else cpu_has_native_bf16())
-    if cuda:
+    from rlvr_envs.core.device import device_capabilities, precision_policy, resolve_device
+
+    resolved = resolve_device(device)
+    bf16 = precision_policy(resolved, device_capabilities(resolved), "fp32" if fp32 else "auto").bf16
+    if resolved.type == "cuda":
         return {"bf16": bf16}
     # transformers 5 renamed gradient checkpointing to activation checkpointing
     name = "activation_checkpointing" if "activation_checkpointing" in TrainingArguments.__dataclass_fields__ \

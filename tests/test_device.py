@@ -1,0 +1,80 @@
+"""The one device/precision policy (rlvr_envs.core.device), over mocked device capabilities."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_precision_policy_over_device_capabilities():
+    import torch
+
+    from rlvr_envs.core.device import Capabilities, precision_policy
+
+    cuda, cpu = torch.device("cuda"), torch.device("cpu")
+    h200 = precision_policy(cuda, Capabilities("cuda", True, "NVIDIA H200"))
+    assert h200.autocast_dtype == torch.bfloat16 and h200.tf32 and "H200" in h200.reason
+    v100 = precision_policy(cuda, Capabilities("cuda", False, "Tesla V100"))
+    assert v100.autocast_dtype is None and v100.tf32  # fp32 weights and math, TF32 matmuls where the GPU has them
+    amx = precision_policy(cpu, Capabilities("cpu", True))
+    assert amx.bf16 and not amx.tf32
+    plain = precision_policy(cpu, Capabilities("cpu", False))
+    assert plain.autocast_dtype is None and not plain.tf32 and "emulated" in plain.reason
+    # explicit requests override the capabilities, and say so when bf16 is emulated
+    forced = precision_policy(cpu, Capabilities("cpu", False), "bf16")
+    assert forced.bf16 and "emulated" in forced.reason
+    assert precision_policy(cuda, Capabilities("cuda", True), "fp32").autocast_dtype is None
+    with pytest.raises(ValueError, match="precision must be one of"):
+        precision_policy(cpu, Capabilities("cpu", False), "fp16")
+
+
+def test_autocast_context_computes_in_bf16_only_when_decided():
+    import torch
+
+    from rlvr_envs.core.device import Capabilities, precision_policy
+
+    layer, x = torch.nn.Linear(4, 4), torch.randn(2, 4)
+    with precision_policy(torch.device("cpu"), Capabilities("cpu", True)).autocast():
+        assert layer(x).dtype == torch.bfloat16
+    with precision_policy(torch.device("cpu"), Capabilities("cpu", False)).autocast():
+        assert layer(x).dtype == torch.float32
+
+
+def test_resolve_device_auto_cpu_and_clear_errors(monkeypatch):
+    import torch
+
+    from rlvr_envs.core.device import resolve_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == torch.device("cpu") == resolve_device("CPU") == resolve_device(None)
+    with pytest.raises(ValueError, match="no CUDA device is visible"):
+        resolve_device("cuda")
+    with pytest.raises(ValueError, match="not a device"):
+        resolve_device("gpu0")
+    with pytest.raises(ValueError, match="runs on auto"):
+        resolve_device("meta")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("auto") == torch.device("cuda")
+    assert resolve_device("cuda:1") == torch.device("cuda", 1)
+    with pytest.raises(ValueError, match="only 2 CUDA device"):
+        resolve_device("cuda:2")
+
+
+def test_setup_device_sets_threads_and_leaves_tf32_off_on_cpu():
+    import torch
+
+    from rlvr_envs.core.device import setup_device
+
+    before = torch.get_num_threads()
+    try:
+        run = setup_device("cpu", "fp32", threads=1)
+        assert run.device == torch.device("cpu") and not run.tf32 and torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_sft_device_kwargs_follow_the_policy():
+    from trainers.sft import device_kwargs
+
+    kwargs = device_kwargs(True, "cpu")
+    assert kwargs["bf16"] is False and kwargs["use_cpu"] is True
