@@ -136,8 +136,8 @@ def setup_device(name: str = "auto", request: str = "auto", threads: int | None 
     """Resolve `name`, decide the precision, apply it, and set CPU threads: what an entry point
     calls once before building models."""
     device = resolve_device(name)
-    if device.type == "cuda":
-        torch.cuda.set_device(device.index if device.index is not None else torch.cuda.current_device())
+    if device.type == "cuda" and device.index is not None:
+        torch.cuda.set_device(device)  # plain "cuda" leaves the choice to the launcher (LOCAL_RANK)
     precision = precision_policy(device, device_capabilities(device), request)
     apply_precision(precision)
     if threads:

@@ -186,9 +186,10 @@ class FrameTokenizer(nn.Module):
         return torch.cat(out).numpy()
 
     @torch.no_grad()
-    def decode(self, codes: np.ndarray | torch.Tensor, batch: int = 256) -> torch.Tensor:
+    def decode(self, codes: np.ndarray | torch.Tensor, batch: int = 256, keep_device: bool = False) -> torch.Tensor:
         """Frames float [N, H, W, 3] in [0, 1] (channels-last, as the metrics take them) of
-        code ids [N, tokens_per_frame]."""
+        code ids [N, tokens_per_frame]; on the CPU, or with `keep_device` on this model's device
+        (batched rewards then stay on the GPU)."""
         codes = torch.as_tensor(np.asarray(codes), dtype=torch.long)
         h, w = self.config.grid
         if codes.ndim != 2 or codes.shape[1] != h * w:
@@ -198,9 +199,10 @@ class FrameTokenizer(nn.Module):
         out = []
         for start in range(0, len(codes), batch):
             grid = codes[start:start + batch].view(-1, h, w).to(self.background.device)
-            out.append(self.decode_latent(self.quantizer.codes(grid)).clamp(0, 1).permute(0, 2, 3, 1).cpu())
+            frames = self.decode_latent(self.quantizer.codes(grid)).clamp(0, 1).permute(0, 2, 3, 1)
+            out.append(frames if keep_device else frames.cpu())
         if not out:
-            return torch.zeros((0, *self.config.resolution, 3))
+            return torch.zeros((0, *self.config.resolution, 3), device=self.background.device if keep_device else None)
         return torch.cat(out)
 
     # -- checkpoints -------------------------------------------------------------------
