@@ -68,6 +68,13 @@ class TrainRun:
         value = torch.tensor(float(bool(flag)), device=self.device)
         return bool(self.accelerator.reduce(value, reduction="sum") > 0)
 
+    def from_main(self, value: float) -> float:
+        """Rank 0's value on every rank (e.g. its clock, where a schedule follows wall time)."""
+        if self.world == 1:
+            return float(value)
+        tensor = torch.tensor([float(value) if self.is_main else 0.0], dtype=torch.float64, device=self.device)
+        return float(self.accelerator.reduce(tensor, reduction="sum"))
+
     def gather(self, tensor: torch.Tensor) -> torch.Tensor:
         """Every rank's rows, concatenated in rank order (logging of global means)."""
         if self.world == 1:
@@ -108,6 +115,18 @@ class TrainRun:
 
     def describe(self) -> str:
         return f"{self.precision.describe()}; {self.world} process(es)"
+
+
+class Method(torch.nn.Module):
+    """A model whose `forward` is one of its methods (e.g. a tokenizer's `reconstruct`): DDP
+    syncs gradients only of what runs through the wrapped module's forward."""
+
+    def __init__(self, module: torch.nn.Module, method: str):
+        super().__init__()
+        self.module, self.method = module, method
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self.module, self.method)(*args, **kwargs)
 
 
 def start_run(device: str = "auto", precision: str = "auto", threads: int | None = None) -> TrainRun:
