@@ -78,3 +78,47 @@ def test_sft_device_kwargs_follow_the_policy():
 
     kwargs = device_kwargs(True, "cpu")
     assert kwargs["bf16"] is False and kwargs["use_cpu"] is True
+
+
+def test_preset_arithmetic_matches_an_instantiated_model_and_scales():
+    from rlvr_envs.core.sizing import llama_cost, preset_cost
+    from rlvr_envs.video.layout import VideoVocabulary
+    from rlvr_envs.video.world_model import PRESETS, build_world_model
+
+    vocab = VideoVocabulary(frame_codes=1000, action_bins=256)
+    for name in ("tiny", "pusht"):
+        model = build_world_model(vocab, 512, name)
+        assert preset_cost(PRESETS[name], vocab.size, 512).parameters == sum(p.numel() for p in model.parameters())
+    # iVideoGPT's size (12 layers, hidden 768) over RLVR-World's RT-1 multi-step vocabulary: ~120-140M
+    paper = preset_cost(PRESETS["paper"], 9008, 2024)
+    assert 115e6 < paper.parameters < 140e6
+    ladder = [preset_cost(PRESETS[n], 4633, 1654) for n in ("pusht", "small", "medium", "large", "paper")]
+    assert [c.parameters for c in ladder] == sorted(c.parameters for c in ladder)
+    # FLOPs: 6 N per trained token when attention is negligible, more with a long context
+    short = llama_cost(768, 12, 12, 3072, 4633, 1)
+    assert abs(short.train_flops_per_token / (6 * (short.parameters - short.embedding_parameters)) - 1) < 1e-3
+    assert paper.train_flops_per_token > 6 * (paper.parameters - paper.embedding_parameters)
+    # activation memory is linear in the tokens of a sample; the batch that fits shrinks with the model
+    assert llama_cost(256, 4, 4, 768, 1000, 200).activation_bytes_per_sample == \
+        2 * llama_cost(256, 4, 4, 768, 1000, 100).activation_bytes_per_sample
+    gib = 2**30
+    assert paper.max_batch(139 * gib) > paper.max_batch(24 * gib) > 0
+    assert llama_cost(8192, 80, 64, 28672, 32000, 4096).max_batch(24 * gib) == 0  # 70B: the state alone is too big
+
+
+def test_text_preset_medium_is_a_50_to_100m_model():
+    from rlvr_envs.core.sizing import preset_cost
+    from trainers.sft import TEXT_PRESETS
+
+    assert 50e6 < preset_cost(TEXT_PRESETS["medium"], 1024, 1024).parameters < 100e6
+
+
+def test_rt1_tokenizer_preset_has_320_tokens_and_4375_codes():
+    from rlvr_envs.video.frame_tokenizer import TOKENIZER_PRESETS, FrameTokenizer
+
+    rt1 = TOKENIZER_PRESETS["rt1"].validate()
+    assert (rt1.resolution, rt1.tokens_per_frame, rt1.codebook_size) == ((256, 320), 320, 4375)
+    import numpy as np
+
+    codes = FrameTokenizer(rt1).encode(np.zeros((1, 256, 320, 3), dtype=np.uint8))
+    assert codes.shape == (1, 320)

@@ -45,6 +45,8 @@ TEXT_PRESETS: dict[str, dict[str, int]] = {
     "tiny": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 384},
     "small": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 768},
     "base": {"hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8, "intermediate_size": 1536},
+    #: ~57M on the 1,024-token BPE: a GPU preset (rlvr_envs.core.sizing; docs/scale_out.md)
+    "medium": {"hidden_size": 640, "num_hidden_layers": 10, "num_attention_heads": 10, "intermediate_size": 2048},
 }
 
 
@@ -67,6 +69,7 @@ class Args:
     prompt_loss: bool = False  #: train on the prompt tokens too (free extra signal: the states in the prompt teach JSON and copying)
     train_size: int = 0  #: training transitions (tasks with a `size` argument; 0 = the task's default)
     eval_size: int = 64  #: held-out (test split) transitions evaluated
+    max_seconds: float = 0.0  #: also stop after this much training time (0 = no limit); still evaluated and saved
     eval_every: int = 200
     checkpoint_every: int = 200
     max_new_tokens: int = 0  #: evaluation answer budget (0 = the task's max_response_len)
@@ -264,7 +267,7 @@ def main(args: Args) -> dict[str, Any]:
     from trl import SFTTrainer
 
     from rlvr_envs.integrations import task_from_env_id
-    from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, held_out_indices
+    from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, TimeLimit, held_out_indices
     from rlvr_envs.integrations.trl import balanced_indices
 
     args.validate()
@@ -303,7 +306,8 @@ def main(args: Args) -> dict[str, Any]:
                             log_path=out / "log.jsonl", max_new_tokens=args.max_new_tokens or None,
                             at_start=not args.from_scratch or resume_from is not None)
     trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(train_task, indices),
-                         processing_class=train_task.tokenizer, callbacks=[evaluator, JsonlLog(out / "log.jsonl")],
+                         processing_class=train_task.tokenizer,
+                         callbacks=[evaluator, JsonlLog(out / "log.jsonl"), TimeLimit(args.max_seconds)],
                          peft_config=lora_config(args.lora_r, args.lora_alpha) if args.lora_r > 0 else None)
     output = trainer.train(resume_from_checkpoint=resume_from)
 

@@ -44,6 +44,9 @@ class Args:
     data: str = "data/pusht64"  #: folder of episodes (PushT: `rlvr-world data pusht`; RT-1: `rlvr-world data rt1`)
     dataset: str = "pusht"  #: pusht, rt1, rope or granular: which video env's episodes `data` holds
     resolution: str = ""  #: H,W to resize the frames to ("" = as recorded)
+    #: a named shape (rlvr_envs.video.frame_tokenizer.TOKENIZER_PRESETS: pusht64, or rt1 = 256x320 frames,
+    #: 320 tokens, 4,375 codes); it sets resolution, levels, downsample and channel widths
+    preset: str = ""
     out: str = "runs/frame_tokenizer"
     steps: int = 6000
     batch_size: int = 64
@@ -67,8 +70,15 @@ class Args:
         if self.dataset not in DATASETS:
             raise ValueError(f"--dataset {self.dataset!r}: one of {', '.join(DATASETS)}")
         from rlvr_envs.core.device import resolve_device
+        from rlvr_envs.video.frame_tokenizer import TOKENIZER_PRESETS
 
         resolve_device(self.device)  # an absent or malformed device fails before any work
+        if self.preset:
+            if self.preset not in TOKENIZER_PRESETS:
+                raise ValueError(f"--preset {self.preset!r}: one of {', '.join(TOKENIZER_PRESETS)}")
+            shape = TOKENIZER_PRESETS[self.preset]
+            self.resolution = ",".join(map(str, shape.resolution))
+            self.levels, self.downsample = ",".join(map(str, shape.levels)), shape.downsample
         size = self.frame_size()
         if size is not None and any(v % self.downsample for v in size):
             raise ValueError(f"--resolution {self.resolution}: both sides must be multiples of --downsample "
@@ -175,8 +185,11 @@ def main(args: Args) -> dict:
     rng = np.random.default_rng(args.seed)
     train, test = load_frames(args.data, args.test_every, args.dataset, args.frame_size())
     test = test[rng.permutation(len(test))[: args.eval_frames]]
+    from rlvr_envs.video.frame_tokenizer import TOKENIZER_PRESETS
+
+    widths = {"channels": TOKENIZER_PRESETS[args.preset].channels} if args.preset else {}
     config = FrameTokenizerConfig(resolution=train.shape[1:3], downsample=args.downsample,
-                                  levels=tuple(int(v) for v in args.levels.split(",")))
+                                  levels=tuple(int(v) for v in args.levels.split(",")), **widths).validate()
     model = FrameTokenizer(config)
     sample = train[rng.choice(len(train), size=min(4096, len(train)), replace=False)]
     background = torch.as_tensor(np.median(sample, axis=0)).permute(2, 0, 1).float() / 255.0

@@ -122,6 +122,17 @@ class FrameTokenizerConfig:
         return math.prod(self.levels)
 
 
+#: named tokenizer shapes (`python -m trainers.train_frame_tokenizer --preset NAME`):
+#: "pusht64": the shipped PushT tokenizer, 64x64 frames, 8x8 = 64 tokens per frame, 1,000 codes;
+#: "rt1": RLVR-World/iVideoGPT's RT-1 shape, 256x320 frames, one code per 16x16 pixels = 16x20 =
+#: 320 tokens per frame, FSQ [7, 5, 5, 5, 5] = 4,375 codes (a 1,333-token single-step prompt).
+TOKENIZER_PRESETS: dict[str, FrameTokenizerConfig] = {
+    "pusht64": FrameTokenizerConfig(),
+    "rt1": FrameTokenizerConfig(resolution=(256, 320), downsample=16, levels=(7, 5, 5, 5, 5),
+                                channels=(32, 64, 128, 256)),
+}
+
+
 def _block(cin: int, cout: int) -> nn.Sequential:
     return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.GroupNorm(8, cout), nn.SiLU())
 

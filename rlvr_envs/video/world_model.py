@@ -18,11 +18,14 @@ import torch
 from rlvr_envs.core.device import generator_for
 from rlvr_envs.video.layout import MultiStepLayout, SingleStepLayout, VideoVocabulary
 
-#: LLaMA sizes (hidden, layers, heads, MLP width)
+#: LLaMA sizes (hidden, layers, heads, MLP width), CPU scale up to iVideoGPT's (paper: 12 layers,
+#: hidden 768); their parameters, FLOPs and memory: `rlvr_envs.core.sizing`, table in docs/scale_out.md
 PRESETS: dict[str, dict[str, int]] = {
     "tiny": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 384},
     "pusht": {"hidden_size": 192, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512},
     "small": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 768},
+    "medium": {"hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8, "intermediate_size": 2048},
+    "large": {"hidden_size": 640, "num_hidden_layers": 10, "num_attention_heads": 10, "intermediate_size": 2560},
     "paper": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
 }
 
