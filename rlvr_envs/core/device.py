@@ -145,6 +145,23 @@ def setup_device(name: str = "auto", request: str = "auto", threads: int | None 
     return precision
 
 
+def checked_device(name: str) -> str:
+    """argparse `type=` for `--device`: a bad or absent device is a one-line usage error."""
+    import argparse
+
+    try:
+        resolve_device(name)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return name
+
+
+def add_device_argument(parser: Any) -> None:
+    """`--device` for a command-line entry point that runs a model (default auto)."""
+    parser.add_argument("--device", type=checked_device, default="auto",
+                        help=f"where models and rewards run: {DEVICE_HELP}")
+
+
 def maybe_compile(model: Any, enabled: bool) -> Any:
     """`torch.compile(model)` when asked (worth it on a GPU for long runs; minutes of warm-up)."""
     return torch.compile(model) if enabled else model
