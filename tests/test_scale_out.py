@@ -109,3 +109,51 @@ def test_video_grpo_two_processes_equal_one_at_the_same_global_batch(tmp_path):
         largest = max(largest, float((a - b).abs().max()))
     assert beyond / total < 1e-4 and largest < 0.05 * moved, (beyond, total, largest, moved)
     assert torch.isfinite(torch.tensor(cards[2]["final"]["sampled"]["mae"]))
+
+
+CONFIGS = {"ddp_8gpu.yaml": ("MULTI_GPU", 1, 8), "ddp_multinode.yaml": ("MULTI_GPU", 2, 16),
+           "fsdp_8gpu.yaml": ("FSDP", 1, 8), "deepspeed_zero2.yaml": ("DEEPSPEED", 1, 8),
+           "deepspeed_zero3.yaml": ("DEEPSPEED", 1, 8)}
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_shipped_accelerate_configs_parse_with_accelerates_own_loader(name):
+    """Each config loads with `accelerate launch`'s own reader (unknown top-level keys fail there) and
+    each FSDP/DeepSpeed key is an option `accelerate launch` knows (deepspeed itself is not installed)."""
+    from accelerate.commands.config.config_args import ClusterConfig
+    from accelerate.commands.launch import launch_command_parser
+
+    path = REPO / "configs" / "accelerate" / name
+    config = ClusterConfig.from_yaml_file(str(path))
+    kind, machines, processes = CONFIGS[name]
+    assert str(getattr(config.distributed_type, "value", config.distributed_type)) == kind
+    assert (config.num_machines, config.num_processes) == (machines, processes)
+    options = {o for action in launch_command_parser()._actions for o in action.option_strings}
+    nested = {**(config.fsdp_config or {}), **(config.deepspeed_config or {})}
+    assert all(f"--{key}" in options for key in nested), sorted(k for k in nested if f"--{k}" not in options)
+    if kind == "FSDP":
+        import transformers
+
+        assert hasattr(transformers.models.llama.modeling_llama, nested["fsdp_transformer_layer_cls_to_wrap"])
+    if kind == "DEEPSPEED":
+        assert nested["zero_stage"] in (2, 3)
+    assert sorted(p.name for p in (REPO / "configs" / "accelerate").glob("*.yaml")) == sorted(CONFIGS)
+
+
+def test_our_loops_refuse_engines_they_do_not_run_on(monkeypatch):
+    """FSDP/DeepSpeed launches of the video loops fail at start, naming the DDP configs."""
+    import accelerate
+
+    from trainers import distributed
+
+    class Sharded:
+        distributed_type = "FSDP"
+        device = "cpu"
+
+        def __init__(self, **kwargs):
+            pass
+
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setattr(accelerate, "Accelerator", Sharded)
+    with pytest.raises(ValueError, match="runs under DDP only"):
+        distributed.start_run("cpu", "fp32")

@@ -143,6 +143,12 @@ def start_run(device: str = "auto", precision: str = "auto", threads: int | None
 
     # our policy decides autocast; accelerate only places the model and syncs gradients
     accelerator = Accelerator(cpu=decided.device.type == "cpu", mixed_precision="no")
+    engine = str(getattr(accelerator.distributed_type, "value", accelerator.distributed_type))
+    if engine not in ("MULTI_GPU", "MULTI_CPU", "NO"):
+        raise ValueError(f"accelerate launched this run as {engine}; this loop runs under DDP only (configs/accelerate/"
+                         "ddp_*.yaml): its rank 0 evaluates and saves an unsharded model, and every world-model "
+                         "preset up to paper fits one GPU (docs/scale_out.md). FSDP and DeepSpeed configs are for "
+                         "the TRL language trainers")
     return TrainRun(accelerator, replace(decided, device=accelerator.device))
 
 

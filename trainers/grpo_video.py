@@ -374,7 +374,7 @@ def train(args) -> dict:
             keep = spread.nonzero().squeeze(1)
             weight = 1.0
             if len(keep) == 0:  # nothing to learn here, but DDP needs this process's (zero) gradient
-                keep, weight = torch.zeros(1, dtype=torch.long), 0.0
+                keep, weight = torch.arange(group), 0.0  # one whole group, weighted 0
             batch_prompts = prompts[keep].to(run.device)
             batch_responses = torch.as_tensor(responses)[keep].to(run.device)
             mask = loss_mask.unsqueeze(0).expand(len(keep), -1)

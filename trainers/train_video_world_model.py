@@ -223,8 +223,10 @@ def main(args: Args) -> dict:
             break
         model.train()
         pick = run.shard(np.random.default_rng([args.seed, step]).integers(len(sequences), size=args.batch_size))
-        inputs = torch.as_tensor(sequences[pick]).to(run.device, non_blocking=True)
-        targets = torch.as_tensor(labels[pick]).to(run.device, non_blocking=True)
+        pinned = run.device.type == "cuda"  # page-locked, so the copy overlaps the previous step's kernels
+        inputs = torch.as_tensor(sequences[pick]).pin_memory() if pinned else torch.as_tensor(sequences[pick])
+        targets = torch.as_tensor(labels[pick]).pin_memory() if pinned else torch.as_tensor(labels[pick])
+        inputs, targets = inputs.to(run.device, non_blocking=True), targets.to(run.device, non_blocking=True)
         with run.precision.autocast():
             # the loss is a mean over this rank's labelled tokens: weigh it so DDP's average is the global mean
             loss = model(input_ids=inputs, labels=targets).loss
