@@ -134,3 +134,15 @@ def test_gpu_check_tiny_runs_every_stage_on_cpu_and_writes_json_and_markdown(tmp
     assert {"copy_last_frame_tokens", "tokenizer_ceiling"} <= set(pusht["baselines"])
     assert "true_sim" in pusht["planning_agreement"]["summary"] and pusht["grpo"]["steps"] >= 1
     assert "# GPU check" in (tmp_path / "out" / "gpu_check.md").read_text()
+
+
+def test_language_grpo_names_the_way_to_pick_a_gpu(monkeypatch):
+    """TRL places the model itself, so `cuda:N` is refused with the way that works."""
+    import torch
+
+    from trainers.grpo import Args, main
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(ValueError, match="CUDA_VISIBLE_DEVICES=1 and --device cuda"):
+        main(Args(env_id="RLVRWorld/MiniTextWorld-v0", model="some/model", device="cuda:1"))

@@ -202,8 +202,6 @@ def table(results: dict) -> str:
 
 
 def main(args: Args) -> dict:
-    import torch
-
     from rlvr_envs.core.factory import build_task
     from rlvr_envs.registration import entry
     from rlvr_envs.video.evaluation import held_out_indices, paired_difference, score_baselines, summarize

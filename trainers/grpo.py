@@ -128,6 +128,9 @@ def main(args: Args) -> dict:
         raise ValueError("--video-prompts is for video tasks (trainers.rollout_prompts files)")
     if args.generation_batch:
         raise ValueError("--generation-batch is for video tasks (language generation is TRL's)")
+    if args.device.startswith("cuda:"):
+        raise ValueError(f"--device {args.device}: language GRPO runs on TRL, which places the model itself; pick "
+                         f"the GPU with CUDA_VISIBLE_DEVICES={args.device.partition(':')[2]} and --device cuda")
     from trainers.grpo_language import train
 
     return train(args)

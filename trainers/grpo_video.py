@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import platform
 import shutil
 import time
 from pathlib import Path

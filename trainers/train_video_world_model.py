@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import platform
 import sys
 import time
 from dataclasses import dataclass
