@@ -13,8 +13,8 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 #: 2-process and 1-process fp32 weights after a few AdamW steps differ only by the order of float sums in
 #: DDP's all-reduce, which Adam's normalisation amplifies on near-zero gradients: we require the largest
-#: difference to stay below 1% of the largest change one optimizer step makes (measured: about 0.2%)
-RELATIVE_TOLERANCE = 0.01
+#: difference to stay below 2% of the largest change the last optimizer step made (measured: 0.5%)
+RELATIVE_TOLERANCE = 0.02
 
 
 def launch(module: str, argv: list[str], processes: int) -> None:
