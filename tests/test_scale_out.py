@@ -173,3 +173,26 @@ def test_frame_tokenizer_two_processes_equal_one(tmp_path):
     one, two = (load_file(str(runs[n] / "model.safetensors")) for n in (1, 2))
     largest = max(float((one[k] - two[k]).abs().max()) for k in one)
     assert largest < 1e-4, largest  # fp32 weights after 3 AdamW steps (measured: 2e-6)
+
+
+def test_use_vllm_options_are_grpo_config_fields_and_need_vllm(monkeypatch):
+    import dataclasses
+    import importlib.util
+
+    from trl import GRPOConfig, RLOOConfig
+
+    from trainers.grpo import Args
+    from trainers.grpo_language import vllm_kwargs
+
+    assert vllm_kwargs(Args()) == {}
+    for mode in ("colocate", "server"):
+        kwargs = vllm_kwargs(Args(use_vllm=True, vllm_mode=mode))
+        assert kwargs["use_vllm"] is True and kwargs["vllm_mode"] == mode
+        for config in (GRPOConfig, RLOOConfig):
+            assert set(kwargs) <= {f.name for f in dataclasses.fields(config)}
+    assert "vllm_server_port" in vllm_kwargs(Args(use_vllm=True, vllm_mode="server"))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else object())
+    with pytest.raises(ValueError, match="needs the vllm package"):
+        Args(use_vllm=True).validate()
+    with pytest.raises(ValueError, match="'colocate' or 'server'"):
+        Args(vllm_mode="remote").validate()
