@@ -513,8 +513,8 @@ def markdown(data: dict[str, Any]) -> str:
         elif name == "pusht":
             mle, grpo_, base = result["mle"], result["grpo"], result["baselines"]
             lines += [f"World model preset {result['preset']} ({result['parameters'] / 1e6:.1f}M) on "
-                      f"{result['data']['episodes']} generated episodes: MLE {mle['steps']} steps in {mle['seconds']} s "
-                      f"({mle['tokens_per_second']} tokens/s), GRPO {grpo_['steps']} steps in {grpo_['seconds']} s. "
+                      f"{result['data']['episodes']} generated episodes: MLE {mle['steps']} steps in "
+                      f"{mle['seconds']} s ({mle['tokens_per_second']} tokens/s), GRPO {grpo_['steps']} steps in {grpo_['seconds']} s. "
                       f"Held-out MAE ({result['held_out_transitions']} transitions):", "",
                       "| predictor | MAE |", "|---|---:|",
                       f"| MLE (greedy / sampled) | {_f(grpo_['start']['greedy']['mae'], 5)} / "
