@@ -19,6 +19,10 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
             parser.add_argument(flag, action="store_true")
         elif isinstance(default, tuple):
             parser.add_argument(flag, nargs="+", default=default)
+        elif f.name == "device":  # checked while parsing: a bad or absent device is a one-line usage error
+            from rlvr_envs.core.device import checked_device
+
+            parser.add_argument(flag, type=checked_device, default=default)
         else:
             parser.add_argument(flag, type=type(default), default=default)
 

@@ -44,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--out", required=True)
+    from rlvr_envs.core.device import add_device_argument
+
+    add_device_argument(parser)  # last: recorded commands keep their order
     parser.set_defaults(func=run)
 
 
@@ -70,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
 
+    from rlvr_envs.core.device import setup_device
+
     try:
         mine = [load_policy(spec) for spec in args.policy]
     except ValueError as exc:
@@ -80,10 +85,11 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("rlvr-world policy-eval: error: no policy to run: give --policy MODULE:NAME or keep --family")
     if args.threads:
         torch.set_num_threads(args.threads)
+    device = str(setup_device(args.device).device)  # the learned simulator's model and tokenizer run there
     data = args.data or embedded_heldout_dir(args.heldout_episodes, 64)
     episodes = list(PushTEpisodeDataset(data))
     starts = real2sim_starts(episodes, args.starts, args.lead, args.seed)
-    learned = LearnedPushTSim(args.model, args.tokenizer, temperature=args.temperature, reward="none")
+    learned = LearnedPushTSim(args.model, args.tokenizer, temperature=args.temperature, reward="none", device=device)
     real = PushTChunkEnv(resolution=learned.resolution[0])
     if not 0.0 < args.success_coverage < 1.0:
         raise SystemExit(f"--success-coverage must be in (0, 1), got {args.success_coverage}")
