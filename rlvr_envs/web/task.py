@@ -288,7 +288,7 @@ class MiniWebTaskConfig:
 
     def generator_config(self) -> mini_web.MiniWebConfig:
         return mini_web.MiniWebConfig(sites=self.sites, list_items=self.list_items, list_extra=self.list_extra,
-                                      history=self.history)
+                                      history=self.history, site_seed=self.seed)
 
     def validate(self) -> None:
         if self.split not in ("train", "test"):
