@@ -181,3 +181,34 @@ def test_same_seed_and_index_give_the_same_transition():
     assert generate(config, 4, 7) == generate(config, 4, 7)
     other = MiniWebConfig(site_seed=4)  # the same sessions on another site
     assert any(generate(config, 4, i) != generate(other, 4, i) for i in range(10))
+
+
+def test_every_id_tokenizes_one_way_in_pages_actions_and_answers():
+    """Over the prompts and gold answers of a generated MiniWeb task, every `[id]` is the
+    tokens of `[`, each digit and `]` alone, wherever it stands (WMA item lines unchanged)."""
+    import re
+
+    from rlvr_envs.core.tokenizers import load_tokenizer
+    from rlvr_envs.web.task import MiniWebTaskConfig, miniweb_records, record_transition, web_prompt
+
+    tokenizer = load_tokenizer("miniweb")
+    config = MiniWebTaskConfig(split="train", size=120)
+    texts = []
+    for record in miniweb_records(config):
+        transition = record_transition(record)
+        texts += [web_prompt(transition, config.prompt), transition.target.text()]
+    alone = {ch: tokenizer(ch, add_special_tokens=False)["input_ids"] for ch in "[]0123456789"}
+    assert all(len(ids) == 1 for ids in alone.values())
+    seen = set()
+    for text in texts:
+        encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+        starts = {start: (end, token) for token, (start, end) in zip(encoded["input_ids"], encoded["offset_mapping"])}
+        for match in re.finditer(r"\[(\d+)\]", text):
+            position, tokens = match.start(), []
+            while position < match.end():
+                end, token = starts[position]  # a token starts at every character of the id: none spans two
+                tokens.append(token)
+                position = end
+            assert tokens == [alone[ch][0] for ch in match.group(0)], match.group(0)
+            seen.add(match.group(1))
+    assert len(seen) > 120
