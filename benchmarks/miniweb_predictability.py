@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.transitions < 1 or args.reruns < 1:
         raise SystemExit("--transitions and --reruns must be positive")
-    start = time.time()
+    start, load_before = time.time(), [round(v, 2) for v in os.getloadavg()]
     kinds = audit(args.transitions, args.seed, args.reruns, load_simulator(args.simulator))
     goal_met = (all(kinds[k]["determined"] >= GOAL for k in DETERMINISTIC if k in kinds and kinds[k]["gold_lines"])
                 and kinds.get("search", {}).get("search_by_rule", 0) == 1.0)
@@ -199,7 +199,9 @@ def main(argv: list[str] | None = None) -> int:
                          f"{platform.python_version()}",
               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(start)),
               "seconds": round(time.time() - start, 1), "transitions": args.transitions, "seed": args.seed,
-              "reruns": args.reruns, "simulator": args.simulator or "rlvr_envs/web/mini_web.py", "goal": GOAL, "goal_met": goal_met, "kinds": kinds}
+              "load_average": {"before": load_before, "after": [round(v, 2) for v in os.getloadavg()]},
+              "reruns": args.reruns, "simulator": args.simulator or "rlvr_envs/web/mini_web.py", "goal": GOAL,
+              "goal_met": goal_met, "kinds": kinds}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write(out, result)

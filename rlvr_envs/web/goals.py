@@ -2,7 +2,8 @@
 
 Why: a web world model is worth training when an agent plans with it (RLVR-World's
 WebArena agent rose from 12.06% to 14.29% success with the RLVR-trained world model). These
-are the agent's tasks on MiniWeb's sites: each episode starts on a page of the site with a natural-language goal; the agent acts with WebArena action strings; success is
+are the agent's tasks on MiniWeb's sites: each episode starts on a page of the site with a
+natural-language goal; the agent acts with WebArena action strings; success is
 checked on the true final state of the simulated site (`mini_web.SiteState`: the cart, the
 votes, the accepted forms, the deleted records), not on the text of the last page.
 
@@ -24,8 +25,9 @@ back); the strict kinds ("only", "no other", "no one else") fail on any extra ef
 An episode is a pure function of (seed, index). It runs on the site of `seed`
 (`mini_web.make_site`), the very site `RLVRWorld/MiniWeb-v0` with that seed renders, and
 draws its session from MiniWeb's held-out stream (`split_stream(seed, "test")`), so a world
-model trained on MiniWeb-v0's train split knows the site but never saw these sessions. `Goal.text` is what the agent reads; `Goal.parse` reads it back,
-so components that only see observations (a value function) can still use the structure.
+model trained on MiniWeb-v0's train split knows the site but never saw these sessions.
+`Goal.text` is what the agent reads; `Goal.parse` reads it back, so components that only
+see observations (a value function) can still use the structure.
 """
 
 from __future__ import annotations

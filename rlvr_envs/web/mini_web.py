@@ -367,8 +367,7 @@ class _Browser:
         menu = {"shop": (" Categories", [(f" {c}", "category", c) for c in _CATEGORIES]),
                 "forum": (" Forums", [(f" /f/{f}", "front", f) for f in _FORUMS]),
                 "admin": (" Customers", [(" All Customers", "grid", None), (" New Customer", "record", None)])}
-        label, items = menu[self.site]
-        submenu = [(name_, page, key) for name_, page, key in items]
+        label, submenu = menu[self.site]
         page, key = self.home()
         nodes = [
             self.node("link", name, behavior="nav", page=page, key=key),
