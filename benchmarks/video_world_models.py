@@ -39,12 +39,12 @@ def _mean(results, key: str) -> float:
     return float(np.mean([r.metrics[key] for r in results]))
 
 
-def evaluate_layout(layout: str, episodes: int, samples: int, seed: int) -> dict:
-    from rlvr_envs.video import metrics
+def evaluate_layout(layout: str, episodes: int, samples: int, seed: int, device: str = "cpu") -> dict:
+    from baselines.video import copy_last_frame_pixels, copy_last_frame_responses
     from rlvr_envs.video.task import VideoPredictionTask, VideoTaskConfig, shipped_world_model
     from rlvr_envs.video.world_model import generate_responses
 
-    task = VideoPredictionTask(VideoTaskConfig(layout=layout, episodes=episodes, reward="mae"))
+    task = VideoPredictionTask(VideoTaskConfig(layout=layout, episodes=episodes, reward="mae", device=device))
     model = shipped_world_model(task)
     indices = list(range(len(task)))
     rows: dict[str, list] = {"tokenizer_ceiling": [], "copy_last_frame_tokens": [], "model_greedy": [],
@@ -56,22 +56,14 @@ def evaluate_layout(layout: str, episodes: int, samples: int, seed: int) -> dict
         prompts = np.stack([task.prompt_ids(i) for i in chunk])
         given = None if layout == "single" else np.stack([task.given_action_tokens(i) for i in chunk])
         rows["tokenizer_ceiling"] += task.verify(chunk, [task.target_ids(i) for i in chunk])
-        copies = [task.layout.response(np.tile(task.transition(i).meta["last_history_codes"],
-                                               (task.config.future_frames, 1)),
-                                       None if given is None else task.given_action_tokens(i)) for i in chunk]
-        rows["copy_last_frame_tokens"] += task.verify(chunk, copies)
+        rows["copy_last_frame_tokens"] += task.verify(chunk, copy_last_frame_responses(task, chunk))
         greedy = generate_responses(model, prompts, task.layout, given, temperature=0)
         rows["model_greedy"] += task.verify(chunk, list(greedy))
         for sample in range(samples):
             responses = generate_responses(model, prompts, task.layout, given, temperature=1.0, top_k=100,
                                            seed=seed + 1000 * sample + start)
             rows["model_sampled"] += task.verify(chunk, list(responses))
-        for i in chunk:
-            transition = task.transition(i)
-            last = np.repeat(transition.state[-1:], task.config.future_frames, axis=0)
-            values = metrics.video_prediction_metrics(last[None], transition.next_state[None]).values
-            values["psnr"] = values["psnr"].clamp(max=PSNR_CAP)  # an unchanged frame copies exactly: PSNR inf
-            pixel_copy.append({key: float(value.mean()) for key, value in values.items()})
+        pixel_copy += copy_last_frame_pixels(task, chunk, psnr_cap=PSNR_CAP)  # an exact copy: PSNR inf
     table = {name: {key: _mean(results, key) for key in (*KEYS, "repetition")} for name, results in rows.items()}
     table["copy_last_frame_pixels"] = {key: float(np.mean([m[key] for m in pixel_copy])) for key in KEYS}
     return {"windows": len(task), "samples_per_window": samples, "seconds": round(time.perf_counter() - started, 1),
@@ -107,13 +99,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--samples", type=int, default=2, help="model samples per window")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    from rlvr_envs.core.device import add_device_argument, setup_device
+
+    add_device_argument(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    device = str(setup_device(args.device).device)
     result = {"command": "python -m benchmarks.video_world_models " + " ".join(argv or []),
-              "machine": f"{platform.machine()}, {args.threads} threads, CPU only",
+              "machine": f"{platform.machine()}, {args.threads} threads, " + (
+                  "CPU only" if device == "cpu" else torch.cuda.get_device_name(device)),
               "tokenizer": tokenizer_report(args.episodes),
-              "single": evaluate_layout("single", args.episodes, args.samples, args.seed),
-              "multi": evaluate_layout("multi", args.episodes, args.samples, args.seed)}
+              "single": evaluate_layout("single", args.episodes, args.samples, args.seed, device),
+              "multi": evaluate_layout("multi", args.episodes, args.samples, args.seed, device)}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "video_world_models.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [f"# PushT video world models vs baselines (embedded held-out set, {args.episodes} episodes)", "",

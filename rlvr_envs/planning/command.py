@@ -24,7 +24,9 @@ PLANNERS = ("base", "rlvr", "random", "true_sim", "blind")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from rlvr_envs.planning.cem import OBJECTIVES
+    from rlvr_envs.planning.cem import OBJECTIVES, CEMConfig
+
+    cem = CEMConfig()  # the one home of the CEM defaults (DINO-WM's)
 
     parser.add_argument("--planners", default="base,random,true_sim",
                         help=f"comma-separated, of {','.join(PLANNERS)} (rlvr needs --rlvr-model)")
@@ -39,11 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="recorded frames before the start the planners see (a frame every chunk, and the "
                              "chunks between them): a learned simulator's first plan then starts from real motion "
                              "(0: the start frame alone, an agent at rest)")
-    parser.add_argument("--horizon", type=int, default=5)
-    parser.add_argument("--samples", type=int, default=300)
-    parser.add_argument("--top-k", type=int, default=30)
-    parser.add_argument("--iterations", type=int, default=30)
-    parser.add_argument("--init-std", type=float, default=60.0)
+    parser.add_argument("--horizon", type=int, default=cem.horizon)
+    parser.add_argument("--samples", type=int, default=cem.samples)
+    parser.add_argument("--top-k", type=int, default=cem.top_k)
+    parser.add_argument("--iterations", type=int, default=cem.iterations)
+    parser.add_argument("--init-std", type=float, default=cem.init_std)
     parser.add_argument("--rounds", type=int, default=2, help="plans per episode (MPC)")
     parser.add_argument("--execute", type=int, default=None, help="chunks executed per plan (default: all)")
     parser.add_argument("--objective", default="pixels", choices=OBJECTIVES,
@@ -57,25 +59,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="keep the episodes OUT/results.json already holds (same CEM/MPC budget) and run the rest")
     parser.add_argument("--out", required=True)
+    from rlvr_envs.core.device import add_device_argument
+
+    add_device_argument(parser)  # last: recorded commands keep their order
     parser.set_defaults(func=run)
-
-
-def save_gif(path: Path, rows: list[np.ndarray], fps: int = 2) -> None:
-    """Frames side by side per time step ([T, H, W, 3] each, padded to the longest), upscaled 4x."""
-    from PIL import Image
-
-    length = max(len(r) for r in rows)
-    padded = [np.concatenate([r, np.repeat(r[-1:], length - len(r), axis=0)]) for r in rows]
-    frames = np.concatenate(padded, axis=2).repeat(4, axis=1).repeat(4, axis=2)
-    images = [Image.fromarray(f) for f in frames]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
 
 
 def save_episode_gif(path: Path, real, task, result) -> None:
     """A recorded episode side by side: the real rollout, the goal image, and (learned simulators)
     the simulator's prediction of the first plan."""
     goal = real.render_physics(task.goal)
+    from rlvr_envs.video.gif import save_gif
+
     strips = [result.frames, np.repeat(goal[None], len(result.frames), axis=0)]
     if result.predicted is not None:
         strips.append(np.concatenate([result.frames[:1], result.predicted]))
@@ -92,8 +87,11 @@ def run(args: argparse.Namespace) -> int:
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
 
+    from rlvr_envs.core.device import setup_device
+
     if args.threads:
         torch.set_num_threads(args.threads)
+    device = str(setup_device(args.device).device)  # learned simulators and the tokenizer objective run there
     names = [n.strip() for n in args.planners.split(",") if n.strip()]
     unknown = set(names) - set(PLANNERS)
     if unknown:
@@ -112,11 +110,11 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         if name in ("base", "rlvr"):
             model = args.base_model if name == "base" else args.rlvr_model
-            sim = LearnedPushTSim(model, args.tokenizer, reward="none", batch_size=args.batch_size)
+            sim = LearnedPushTSim(model, args.tokenizer, reward="none", batch_size=args.batch_size, device=device)
             planners[name] = CEMPlanner(sim, config, args.objective, name=f"cem_{name}")
         elif name == "true_sim":
             planners[name] = CEMPlanner(PushTChunkEnv(resolution=64), config, args.objective, name="cem_true_sim",
-                                        tokenizer=objective_tokenizer(args.objective, args.tokenizer))
+                                        tokenizer=objective_tokenizer(args.objective, args.tokenizer, device))
         else:
             planners[name] = RandomPlanner(config) if name == "random" else BlindCEMPlanner(config)
     out = Path(args.out)
@@ -145,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def objective_tokenizer(objective: str, tokenizer: str | None = None):
+def objective_tokenizer(objective: str, tokenizer: str | None = None, device: str = "cpu"):
     """The FrameTokenizer a simulator without one (the true simulator) scores the "tokenizer"
     objective with: `tokenizer` or the shipped one, the learned simulators' default; None for
     the other objectives."""
@@ -154,7 +152,7 @@ def objective_tokenizer(objective: str, tokenizer: str | None = None):
     from rlvr_envs.video.frame_tokenizer import FrameTokenizer
     from rlvr_envs.video.task import default_tokenizer_dir
 
-    return FrameTokenizer.load(tokenizer or default_tokenizer_dir()).eval()
+    return FrameTokenizer.load(tokenizer or default_tokenizer_dir(), device=device).eval()
 
 
 def _previous_rows(path: Path, config, mpc, objective: str, history: int = 0) -> dict:
@@ -185,7 +183,7 @@ def run_objective(report: dict) -> str:
 
 
 def _report(args, config, mpc, data, summary, rows) -> dict:
-    from rlvr_envs.cli import recorded_command
+    from rlvr_envs.core.records import recorded_command
 
     return {"command": recorded_command("rlvr-world plan", args),
             "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "time": time.strftime("%Y-%m-%d %H:%M"),

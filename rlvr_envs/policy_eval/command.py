@@ -4,7 +4,9 @@
     rlvr-world policy-eval --model runs/grpo_pusht/final --out runs/real2sim_rlvr
 
 Policies: the image-based family (`pusht_policy_family`: pixel expert at `--noise` levels
-and random). Starts: states of held-out episodes `--lead` simulator steps before their end
+and random) and your own, `--policy MODULE:NAME` (repeatable; a callable image -> chunk of
+5 targets, or a SIMPLER-style object with reset(instruction) and step(image); reported under
+NAME); `--no-family` leaves the family out (Pearson and MMRV need two policies or more). Starts: states of held-out episodes `--lead` simulator steps before their end
 (so good policies can finish within `--max-steps` chunks). Writes OUT/results.json
 (per-policy success in both simulators, Pearson and MMRV) and OUT/gifs/<policy>.gif (real
 rollout beside the learned simulator's) for the first start.
@@ -29,6 +31,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lead", type=int, default=60, help="start this many simulator steps before an episode's end")
     parser.add_argument("--max-steps", type=int, default=20, help="chunks (of 5 simulator steps) per rollout")
     parser.add_argument("--noise", default="0,10,25,50", help="pixel-expert noise levels (px)")
+    parser.add_argument("--policy", action="append", default=[], metavar="MODULE:NAME",
+                        help="your policy (repeatable): a callable image -> action or a SIMPLER-style object")
+    parser.add_argument("--family", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run the built-in PushT policy family (pixel expert at --noise levels, random)")
     parser.add_argument("--success", default="any", choices=("any", "final"))
     parser.add_argument("--success-coverage", type=float, default=0.8,
                         help="success = goal coverage above this, in both simulators (gym-pusht's own bar is 0.95, "
@@ -38,6 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--out", required=True)
+    from rlvr_envs.core.device import add_device_argument
+
+    add_device_argument(parser)  # last: recorded commands keep their order
     parser.set_defaults(func=run)
 
 
@@ -56,22 +65,32 @@ def real2sim_starts(episodes, count: int, lead: int, seed: int = 0) -> list[np.n
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from rlvr_envs.cli import recorded_command
-    from rlvr_envs.planning.command import save_gif
-    from rlvr_envs.policy_eval.policies import pusht_policy_family
+    from rlvr_envs.core.records import recorded_command
+    from rlvr_envs.policy_eval.policies import load_policy, pusht_policy_family
     from rlvr_envs.policy_eval.real2sim import evaluate
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
+    from rlvr_envs.video.gif import save_gif
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
 
+    from rlvr_envs.core.device import setup_device
+
+    try:
+        mine = [load_policy(spec) for spec in args.policy]
+    except ValueError as exc:
+        raise SystemExit(f"rlvr-world policy-eval: error: {exc}") from None
+    family = pusht_policy_family([float(v) for v in args.noise.split(",")], seed=args.seed) if args.family else []
+    policies = family + mine
+    if not policies:
+        raise SystemExit("rlvr-world policy-eval: error: no policy to run: give --policy MODULE:NAME or keep --family")
     if args.threads:
         torch.set_num_threads(args.threads)
+    device = str(setup_device(args.device).device)  # the learned simulator's model and tokenizer run there
     data = args.data or embedded_heldout_dir(args.heldout_episodes, 64)
     episodes = list(PushTEpisodeDataset(data))
     starts = real2sim_starts(episodes, args.starts, args.lead, args.seed)
-    learned = LearnedPushTSim(args.model, args.tokenizer, temperature=args.temperature, reward="none")
+    learned = LearnedPushTSim(args.model, args.tokenizer, temperature=args.temperature, reward="none", device=device)
     real = PushTChunkEnv(resolution=learned.resolution[0])
-    policies = pusht_policy_family([float(v) for v in args.noise.split(",")], seed=args.seed)
     if not 0.0 < args.success_coverage < 1.0:
         raise SystemExit(f"--success-coverage must be in (0, 1), got {args.success_coverage}")
     result = evaluate(policies, learned, real, starts, args.max_steps, args.success, record=1, progress=True,
@@ -83,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
             save_gif(out / "gifs" / f"{policy}.gif", [pair[1], pair[0]])  # real | learned
     report = {"command": recorded_command("rlvr-world policy-eval", args),
               "model": learned.model_name, "time": time.strftime("%Y-%m-%d %H:%M"), "data": str(data),
-              "judge": f"frame judge (rlvr_envs.policy_eval.pusht_judge) in both simulators, success = judged "
+              "judge": f"frame judge (rlvr_envs.video.pusht.judge) in both simulators, success = judged "
                        f"coverage > {args.success_coverage}; real_env_success is the real env's own coverage over "
                        f"the same bar", "policies": result["policies"], "summary": result["summary"],
               "rollouts": [{k: v for k, v in vars(r).items() if k != "frames"} for r in result["rollouts"]]}

@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlvr_envs.core.paths import ASSETS
 from rlvr_envs.core.task import Task
 from rlvr_envs.core.types import RewardResult, Transition
 from rlvr_envs.core.util import as_tuple
@@ -83,7 +84,7 @@ REWARDS: dict[str, tuple[str, float, float]] = {
 }
 LAYOUTS = ("single", "multi")
 SPLITS = ("all", "train", "test")
-EMBEDDED_DIR = Path(__file__).resolve().parents[1] / "assets" / "video"
+EMBEDDED_DIR = ASSETS / "video"
 MODEL_HINT = ("a world model directory (`save_pretrained` LLaMA over this tokenizer's codes + 256 action bins), "
               "e.g. from `python -m trainers.train_video_world_model`")
 
@@ -131,6 +132,9 @@ class VideoTaskConfig:
     future: int | None = None  #: predicted frames of the multi-step layout (default PushT 4, RT-1 7, Rope/Granular 4)
     window_stride: int = 2  #: distance between window starts (in kept frames)
     size: int | None = None  #: keep the first N windows
+    #: where the tokenizer, decoding and the reward's networks (LPIPS) run: "cpu", "cuda", "cuda:N" or "auto"
+    #: (CUDA when present); the default stays "cpu" so vector-env workers never touch a GPU unasked
+    device: str = "cpu"
 
     def __post_init__(self):
         object.__setattr__(self, "frame_offsets", as_tuple(self.frame_offsets))
@@ -170,6 +174,9 @@ class VideoTaskConfig:
             raise ValueError(f"history must be >= 1, got {self.history}")
         if self.size is not None and self.size < 1:
             raise ValueError(f"size must be positive, got {self.size}")
+        from rlvr_envs.core.device import resolve_device
+
+        resolve_device(self.device)  # a bad or absent device fails here, with what to pass
         if self.repetition_penalty < 0:
             raise ValueError("repetition_penalty must be >= 0")
         weights = self.pose_weights
@@ -197,15 +204,17 @@ def compressed_tokenizer_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=4)
-def _load_tokenizer(path: str) -> FrameTokenizer | CompressedTokenizer:
-    return load_video_tokenizer(path)
+def _load_tokenizer(path: str, device: str = "cpu") -> FrameTokenizer | CompressedTokenizer:
+    return load_video_tokenizer(path, device=device)
 
 
 def _lpips_or_explain(config: VideoTaskConfig):
+    from rlvr_envs.core.device import resolve_device
     from rlvr_envs.video import metrics
 
     try:
-        return metrics.load_lpips(config.lpips_net, random_backbone_seed=config.lpips_random_backbone_seed,
+        return metrics.load_lpips(config.lpips_net, device=resolve_device(config.device),
+                                  random_backbone_seed=config.lpips_random_backbone_seed,
                                   allow_download=False)
     except metrics.LPIPSWeightsUnavailable as exc:
         raise metrics.LPIPSWeightsUnavailable(
@@ -258,10 +267,14 @@ class VideoPredictionTask(Task):
         self.reward_description, self.min_reward, self._max = REWARDS[config.reward]
         if config.reward == "pose":  # every error term is at most 1, MAE too
             self.min_reward = -(sum(config.pose_weights) + 1.0)
+        from rlvr_envs.core.device import resolve_device
+
+        #: where the tokenizer, decoding and LPIPS run (`shipped_world_model` puts the model here too)
+        self.device = resolve_device(config.device)
         self.lpips = _lpips_or_explain(config) if config.reward == "l1_lpips" else None
         self.tokenizer_dir = str(config.tokenizer or default_tokenizer_dir())
         check_tokenizer_layout(self.tokenizer_dir, config.layout)  # single-step over a compressed one fails here
-        self.tokenizer = _load_tokenizer(self.tokenizer_dir)
+        self.tokenizer = _load_tokenizer(self.tokenizer_dir, str(self.device))
         #: a CompressedTokenizer: context codes in the prompt, later frames coded against them
         self.compressed = isinstance(self.tokenizer, CompressedTokenizer)
         self.resolution = tuple(self.tokenizer.config.resolution)
@@ -285,7 +298,7 @@ class VideoPredictionTask(Task):
         self.max_prompt_len = self.layout.prompt_len
         self.max_response_len = self.layout.response_len + 1  # room for an EOS after the frames
         if config.model is not None:  # a checkpoint for another vocabulary fails now, naming both
-            check_world_model_config(config.model, self)
+            check_world_model_dir(config.model, self)
         self.native_resolution: tuple[int, int] | None = None
         self._build(source)
 
@@ -500,19 +513,21 @@ class VideoPredictionTask(Task):
         return self._ceiling[index]
 
     def _score(self, indices: list[int], codes: list[np.ndarray], with_ceiling: bool = True) -> list[RewardResult]:
-        """One batched decode and one batched metric call for the whole batch."""
+        """One batched decode and one batched metric call for the whole batch, on the task's device;
+        only the per-row numbers come back to the host."""
         from rlvr_envs.video import metrics
         from rlvr_envs.video.metrics.repetition import multi_step_repetition, single_step_repetition
 
         t = self.config.future_frames
         all_codes = np.stack(codes)  # [B, T, F]
         if self.compressed:  # [B, T, H, W, 3], each row decoded with its window's context codes
-            pred = self.tokenizer.decode(np.stack([self._context[i] for i in indices]), all_codes)
+            pred = self.tokenizer.decode(np.stack([self._context[i] for i in indices]), all_codes, keep_device=True)
         else:
-            decoded = self.tokenizer.decode(all_codes.reshape(-1, all_codes.shape[-1]))
+            decoded = self.tokenizer.decode(all_codes.reshape(-1, all_codes.shape[-1]), keep_device=True)
             pred = decoded.reshape(len(indices), t, *decoded.shape[1:])
-        truth = torch.as_tensor(np.stack([self._truth[i] for i in indices])).float() / 255.0
-        values = dict(metrics.video_prediction_metrics(pred, truth, self.lpips).values)
+        truth = torch.as_tensor(np.stack([self._truth[i] for i in indices])).to(pred.device).float() / 255.0
+        values = {name: value.float().cpu() for name, value in
+                  metrics.video_prediction_metrics(pred, truth, self.lpips).values.items()}
         if t == 1:
             last = np.stack([self.transition(i).meta["last_history_codes"] for i in indices])
             repeated = single_step_repetition(torch.as_tensor(all_codes[:, 0]), torch.as_tensor(last)).float()
@@ -542,9 +557,9 @@ class VideoPredictionTask(Task):
         """reward='pose': per row, the (agent, block position, block angle) errors of the judge's
         readings of the predicted frames against its readings of the real ones (cached),
         averaged over the predicted frames."""
-        from rlvr_envs.policy_eval.pusht_judge import object_errors, read_objects
+        from rlvr_envs.video.pusht.judge import object_errors, read_objects
 
-        frames = (pred.clamp(0, 1) * 255.0).round().to(torch.uint8).numpy()  # [B, T, H, W, 3]
+        frames = (pred.clamp(0, 1) * 255.0).round().to(torch.uint8).cpu().numpy()  # [B, T, H, W, 3]
         rows = []
         for index, predicted in zip(indices, frames):
             if index not in self._truth_objects:
@@ -593,8 +608,21 @@ class VideoPredictionTask(Task):
 
     @staticmethod
     def availability(data_dir: str | None = None, dataset: str = "pusht", tokenizer: str | None = None,
+                     reward: str = "l1_lpips", lpips_net: str = "vgg", lpips_random_backbone_seed: int | None = None,
                      **_: Any) -> tuple[bool, str]:
-        """(buildable with these arguments?, what is missing), without building anything."""
+        """(buildable with these arguments?, what is missing), without building anything: the
+        data and tokenizer first, then the LPIPS trunk weights the default reward downloads."""
+        ok, where = VideoPredictionTask._data_availability(data_dir, dataset, tokenizer)
+        if ok and reward == "l1_lpips" and lpips_random_backbone_seed is None:
+            from rlvr_envs.video.metrics.perceptual import trunk_checkpoint_path, trunk_url
+
+            if not trunk_checkpoint_path(lpips_net).is_file():
+                return False, (f"reward l1_lpips needs the LPIPS {lpips_net} trunk at {trunk_checkpoint_path(lpips_net)}"
+                               f" (download {trunk_url(lpips_net)} there), or pass reward='mae'")
+        return ok, where
+
+    @staticmethod
+    def _data_availability(data_dir: str | None, dataset: str, tokenizer: str | None) -> tuple[bool, str]:
         if dataset not in DATASETS:
             return False, f"unknown dataset {dataset!r}; one of {sorted(DATASETS)}"
         if dataset == "pusht":
@@ -619,7 +647,7 @@ def shipped_world_model_dir(layout: str) -> Path:
     return EMBEDDED_DIR / f"pusht_{layout}_step_model"
 
 
-def check_world_model_config(directory: str | Path, task: "VideoPredictionTask") -> None:
+def check_world_model_dir(directory: str | Path, task: "VideoPredictionTask") -> None:
     """Fail, naming the checkpoint and the tokenizer, when the world model at `directory`
     (its `config.json` only; no weights are read) cannot serve `task`: another vocabulary
     (size or bos/eos/pad ids) or too few positions for prompt + response."""
@@ -631,23 +659,15 @@ def check_world_model_config(directory: str | Path, task: "VideoPredictionTask")
                                 f"config.json): pass model= {MODEL_HINT}")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-        size, ids = raw["vocab_size"], (raw.get("bos_token_id"), raw.get("eos_token_id"), raw.get("pad_token_id"))
+        raw["vocab_size"]
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         from rlvr_envs.core.errors import DataError
 
         raise DataError(f"{path}: not a world model config ({type(exc).__name__}: {exc})") from None
-    vocab = task.vocab
-    context = f" + {vocab.context_codes} context codes" if vocab.context_codes else ""
-    needs = f"{vocab.frame_codes} frame codes{context} + {vocab.action_bins} action bins + bos/eos/pad"
-    if size != vocab.size or tuple(ids) != (vocab.bos, vocab.eos, vocab.pad):
-        raise ValueError(f"the world model at {directory} has vocabulary size {size} and bos/eos/pad {ids}, but the "
-                         f"task over the tokenizer at {task.tokenizer_dir} ({needs}) needs {vocab.size} and "
-                         f"{(vocab.bos, vocab.eos, vocab.pad)}: use a model trained with this tokenizer")
-    positions, needed = raw.get("max_position_embeddings"), task.layout.prompt_len + task.layout.response_len
-    if isinstance(positions, int) and positions < needed:
-        raise ValueError(f"the world model at {directory} has {positions} positions, but the task's "
-                         f"{task.config.layout}-step layout over the tokenizer at {task.tokenizer_dir} needs "
-                         f"{needed} (prompt {task.layout.prompt_len} + response {task.layout.response_len})")
+    from rlvr_envs.video.world_model import check_world_model_config
+
+    check_world_model_config(raw, task.vocab, task.layout, f"the world model at {directory}",
+                             str(task.tokenizer_dir))
 
 
 def shipped_world_model(task: "VideoPredictionTask", directory: str | None = None):
@@ -667,8 +687,8 @@ def shipped_world_model(task: "VideoPredictionTask", directory: str | None = Non
                              "e.g. from `python -m trainers.train_video_world_model`")
         directory = shipped_world_model_dir(task.config.layout)
     directory = Path(directory)
-    check_world_model_config(directory, task)
-    model = load_world_model(str(directory), task.vocab)
+    check_world_model_dir(directory, task)
+    model = load_world_model(str(directory), task.vocab, device=str(getattr(task, "device", "cpu")))
     card = directory / "card.json"
     model.card = json.loads(card.read_text(encoding="utf-8")) if card.is_file() else {}
     return model

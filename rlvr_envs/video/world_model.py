@@ -15,13 +15,17 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlvr_envs.core.device import generator_for
 from rlvr_envs.video.layout import MultiStepLayout, SingleStepLayout, VideoVocabulary
 
-#: LLaMA sizes (hidden, layers, heads, MLP width)
+#: LLaMA sizes (hidden, layers, heads, MLP width), CPU scale up to iVideoGPT's (paper: 12 layers,
+#: hidden 768); their parameters, FLOPs and memory: `rlvr_envs.core.sizing`, table in docs/scale_out.md
 PRESETS: dict[str, dict[str, int]] = {
     "tiny": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 384},
     "pusht": {"hidden_size": 192, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512},
     "small": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 768},
+    "medium": {"hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8, "intermediate_size": 2048},
+    "large": {"hidden_size": 640, "num_hidden_layers": 10, "num_attention_heads": 10, "intermediate_size": 2560},
     "paper": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
 }
 
@@ -39,13 +43,29 @@ def build_world_model(vocab: VideoVocabulary, max_len: int, preset: str = "small
     return LlamaForCausalLM(config)
 
 
-def check_model_vocabulary(model: Any, vocab: VideoVocabulary, where: str = "the world model") -> None:
-    """Fail, naming both, when a checkpoint's vocabulary is not the task's."""
-    size = int(model.config.vocab_size)
-    ids = (model.config.bos_token_id, model.config.eos_token_id, model.config.pad_token_id)
+def check_world_model_config(config: Any, vocab: VideoVocabulary,
+                             layout: SingleStepLayout | MultiStepLayout | None = None,
+                             model_name: str = "the world model", tokenizer_name: str | None = None) -> None:
+    """The one check every loader of a world model runs: fail, naming the model and the tokenizer,
+    when its config (a dict read from config.json, or a model's `.config`) cannot serve `vocab`
+    (another size or bos/eos/pad ids) or `layout` (too few positions for prompt + response)."""
+    raw = config if isinstance(config, dict) else config.to_dict()
+    size = raw.get("vocab_size")
+    ids = (raw.get("bos_token_id"), raw.get("eos_token_id"), raw.get("pad_token_id"))
+    over = f" over the tokenizer at {tokenizer_name}" if tokenizer_name else ""
+    context = f" + {vocab.context_codes} context codes" if vocab.context_codes else ""
+    needs = f"{vocab.frame_codes} frame codes{context} + {vocab.action_bins} action bins + bos/eos/pad"
     if size != vocab.size or tuple(ids) != (vocab.bos, vocab.eos, vocab.pad):
-        raise ValueError(f"{where} has vocabulary size {size} and bos/eos/pad {ids}; the task's layout needs "
-                         f"{vocab.size} and {(vocab.bos, vocab.eos, vocab.pad)}")
+        raise ValueError(f"{model_name} has vocabulary size {size} and bos/eos/pad {ids}, but the layout{over} "
+                         f"({needs}) needs {vocab.size} and {(vocab.bos, vocab.eos, vocab.pad)}: use a model "
+                         "trained with this tokenizer")
+    if layout is None:
+        return
+    positions, needed = raw.get("max_position_embeddings"), layout.prompt_len + layout.response_len
+    if isinstance(positions, int) and positions < needed:
+        kind = "multi" if isinstance(layout, MultiStepLayout) else "single"
+        raise ValueError(f"{model_name} has {positions} positions, but the {kind}-step layout{over} needs "
+                         f"{needed} (prompt {layout.prompt_len} + response {layout.response_len})")
 
 
 def _sample(logits: torch.Tensor, frame_codes: int, temperature: float, top_k: int | None,
@@ -83,18 +103,20 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
 
     `future_action_tokens` [B, T, A] are the given actions a multi-step layout forces after
     each frame. `use_cache=False` recomputes the whole sequence every step (benchmarks only).
+    Everything stays on the model's device until the finished batch is copied back once;
+    run it inside `Precision.autocast()` for bf16.
     """
     prompts = torch.as_tensor(np.asarray(prompts), dtype=torch.long)
     batch = prompts.shape[0]
     forced = layout.loss_mask() == False  # noqa: E712  (numpy mask)
     if forced.any() and future_action_tokens is None:
         raise ValueError("this layout forces action tokens: pass future_action_tokens [B, T, A]")
-    actions = None if future_action_tokens is None else torch.as_tensor(np.asarray(future_action_tokens),
-                                                                        dtype=torch.long).reshape(batch, -1)
-    generator = None if seed is None else torch.Generator().manual_seed(int(seed))
     device = next(model.parameters()).device
-    sequence = prompts.to(device)
-    out = model(input_ids=sequence, use_cache=use_cache)
+    actions = None if future_action_tokens is None else torch.as_tensor(
+        np.asarray(future_action_tokens), dtype=torch.long).reshape(batch, -1).to(device)
+    generator = generator_for(device, seed)  # sampling draws on the model's device: no per-token host sync
+    prompts = prompts.to(device)
+    out = model(input_ids=prompts, use_cache=use_cache)
     past, logits = _kv_cache(out), out.logits[:, -1]
     response = torch.empty((batch, layout.response_len), dtype=torch.long, device=device)
     position, action_used = 0, 0
@@ -103,11 +125,11 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
             end = position
             while end < layout.response_len and forced[end]:
                 end += 1
-            step = actions[:, action_used: action_used + end - position].to(device)
+            step = actions[:, action_used: action_used + end - position]
             action_used += end - position
         else:
             end = position + 1
-            step = _sample(logits, layout.vocab.frame_codes, temperature, top_k, generator).unsqueeze(1).to(device)
+            step = _sample(logits, layout.vocab.frame_codes, temperature, top_k, generator).unsqueeze(1)
         response[:, position:end] = step
         position = end
         if position == layout.response_len:
@@ -116,7 +138,7 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
             out = model(input_ids=step, use_cache=True, **{_cache_argument(model): past})
             past = _kv_cache(out)
         else:
-            sequence = torch.cat([prompts.to(device), response[:, :position]], dim=1)
+            sequence = torch.cat([prompts, response[:, :position]], dim=1)
             out = model(input_ids=sequence, use_cache=False)
         logits = out.logits[:, -1]
     return response.cpu().numpy()
@@ -132,7 +154,7 @@ def load_world_model(directory: str, vocab: VideoVocabulary | None = None, devic
         raise FileNotFoundError(f"no world model at {directory} (expected a save_pretrained directory)")
     model = LlamaForCausalLM.from_pretrained(directory, torch_dtype=torch.float32).to(device).eval()
     if vocab is not None:
-        check_model_vocabulary(model, vocab, f"the world model at {directory}")
+        check_world_model_config(model.config, vocab, model_name=f"the world model at {directory}")
     return model
 
 
