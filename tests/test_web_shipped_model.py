@@ -5,19 +5,19 @@ predicts changed pages, not only "nothing changes")."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
 import pytest
+
+from rlvr_envs.core.paths import ASSETS
 
 torch = pytest.importorskip("torch")
 
-MODEL = Path(__file__).resolve().parents[1] / "rlvr_envs" / "assets" / "web" / "miniweb_sft_model"
+MODEL = ASSETS / "web" / "miniweb_sft_model"
 
 
 def test_shipped_miniweb_model_answers_held_out_transitions():
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from rlvr_envs.integrations.hf import evaluate_accuracy
     from trainers.sft import check_vocabulary
 
