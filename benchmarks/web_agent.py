@@ -25,7 +25,7 @@ Agents can run as separate processes (one thread each) and be joined afterwards:
 
     python -m benchmarks.web_agent --agents policy,base,oracle --base-model DIR --out runs/web_agent/base ...
     python -m benchmarks.web_agent --agents rlvr --rlvr-model DIR --out runs/web_agent/rlvr ...
-    python -m benchmarks.web_agent --merge runs/web_agent/base runs/web_agent/rlvr
+    python -m benchmarks.web_agent --merge runs/web_agent/base runs/web_agent/rlvr [--out DIR]
 
 `--merge` refuses runs whose episodes, seeds, noise, k or step limit differ, or that repeat an agent.
 """
@@ -204,9 +204,15 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--merge"]:
-        if len(argv) < 3:
+        directories, out = argv[1:], RESULTS
+        if "--out" in directories:  # --merge DIR DIR ... --out OUT
+            at = directories.index("--out")
+            if at + 2 != len(directories):
+                raise SystemExit("--merge DIR DIR ... --out OUT: --out comes last, with one folder")
+            directories, out = directories[:at], Path(directories[at + 1])
+        if len(directories) < 2:
             raise SystemExit("--merge needs at least two run directories")
-        merged = merge(argv[1:])
+        merged = merge(directories, out)
         print(json.dumps({k: v["success_rate"] for k, v in merged["summary"].items()}, indent=2))
         return 0
     args = build_parser().parse_args(argv)

@@ -273,6 +273,11 @@ def test_benchmark_runs_merge_only_when_they_met_the_same_episodes(tmp_path):
         merge([str(tmp_path / "a"), str(tmp_path / "c")], out=tmp_path / "x")
     with pytest.raises(SystemExit, match="no results.json"):
         merge([str(tmp_path / "a"), str(tmp_path / "missing")], out=tmp_path / "x")
+    assert main(["--merge", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "cli")]) == 0
+    assert json.loads((tmp_path / "cli" / "results.json").read_text())["runs"] == [str(tmp_path / "a"),
+                                                                                 str(tmp_path / "b")]
+    with pytest.raises(SystemExit, match="--out comes last"):
+        main(["--merge", str(tmp_path / "a"), "--out", str(tmp_path / "cli"), str(tmp_path / "b")])
 
 
 def test_paired_outcomes_count_discordant_episodes():

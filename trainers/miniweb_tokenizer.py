@@ -3,9 +3,11 @@
 The text-game tokenizer (`trainers.tokenizer`) never saw accessibility trees, so it spells
 `heading`, `StaticText` or `hasPopup` letter by letter and MiniWeb prompts come out near
 1,000 tokens. This one is trained the same way (`trainers.tokenizer.build_tokenizer`:
-byte-level, so any text round-trips exactly; numbers kept apart; word runs merge into
-phrases) on MiniWeb train-split prompts and gold answers, and ships as the default of
-`RLVRWorld/MiniWeb-v0`:
+byte-level, so any text round-trips exactly; word runs merge into phrases) on MiniWeb
+train-split prompts and gold answers, and ships as the default of `RLVRWorld/MiniWeb-v0`.
+Every digit is its own token, so an id tokenizes one way wherever it appears (`[185]` is
+`[`, `1`, `8`, `5`, `]` in the page, the action and the answer); with merged numbers a
+small model had to learn `[185]` as `18`+`5` in one place and `185` in another:
 
     python -m trainers.miniweb_tokenizer            # writes rlvr_envs/assets/tokenizers/miniweb/
 """
@@ -54,12 +56,13 @@ def main(args: Args) -> dict:
     args.validate()
     start = time.perf_counter()
     tokenizer = build_tokenizer([f"{p}\n{a}" for p, a in corpus("train", args.rows)], args.vocab_size,
-                                args.min_frequency)
+                                args.min_frequency, split_digits=True)
     out = save_tokenizer(tokenizer, args.out_dir)
     pairs = corpus("test", args.report_rows)
     summary = {
         "vocab_size": len(tokenizer),
         "trained_on": {"split": "train", "transitions": args.rows, "prompt": "compact"},
+        "digits": "one token per digit",
         "test_split_lengths": {**pair_lengths(tokenizer, pairs), "transitions": len(pairs)},
         "command": "python -m trainers.miniweb_tokenizer " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in dataclasses.asdict(args).items()

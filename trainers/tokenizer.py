@@ -39,6 +39,9 @@ PRETOKENIZE = "|".join((
     r"[^\s\p{L}\p{N}]+",  # other punctuation
     r"\s+",
 ))
+#: the same with every digit its own token, so a number tokenizes one way wherever it stands
+#: (the web tokenizer: an id `[185]` is `[`, `1`, `8`, `5`, `]` in a page, an action or an answer)
+PRETOKENIZE_DIGITS = PRETOKENIZE.replace(r" ?\p{N}+", r"\p{N}")
 
 
 @dataclass
@@ -76,14 +79,15 @@ def corpus(split: str, difficulty: str, count: int) -> list[tuple[str, str]]:
     return [(game_prompt(t), game_target(t)) for t in transitions]
 
 
-def build_tokenizer(texts: list[str], vocab_size: int, min_frequency: int):
-    """A byte-level BPE trained on `texts`, wrapped as a `transformers` fast tokenizer."""
+def build_tokenizer(texts: list[str], vocab_size: int, min_frequency: int, split_digits: bool = False):
+    """A byte-level BPE trained on `texts`, wrapped as a `transformers` fast tokenizer
+    (`split_digits`: one token per digit, see `PRETOKENIZE_DIGITS`)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(PRETOKENIZE), behavior="isolated"),
+        pre_tokenizers.Split(Regex(PRETOKENIZE_DIGITS if split_digits else PRETOKENIZE), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     tokenizer.decoder = decoders.ByteLevel()

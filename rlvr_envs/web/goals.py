@@ -2,8 +2,8 @@
 
 Why: a web world model is worth training when an agent plans with it (RLVR-World's
 WebArena agent rose from 12.06% to 14.29% success with the RLVR-trained world model). These
-are the agent's tasks on MiniWeb's procedural sites: each episode starts on a generated
-page with a natural-language goal; the agent acts with WebArena action strings; success is
+are the agent's tasks on MiniWeb's sites: each episode starts on a page of the site with a
+natural-language goal; the agent acts with WebArena action strings; success is
 checked on the true final state of the simulated site (`mini_web.SiteState`: the cart, the
 votes, the accepted forms, the deleted records), not on the text of the last page.
 
@@ -22,10 +22,12 @@ Forms succeed when at least one submission of the goal's form was accepted and e
 accepted submission of it holds the goal's values (a wrong submission cannot be taken
 back); the strict kinds ("only", "no other", "no one else") fail on any extra effect.
 
-An episode is a pure function of (seed, index): it uses MiniWeb's held-out generator stream
-(`split_stream(seed, "test")`), so a world model trained on `RLVRWorld/MiniWeb-v0`'s train
-split never saw its pages. `Goal.text` is what the agent reads; `Goal.parse` reads it back,
-so components that only see observations (a value function) can still use the structure.
+An episode is a pure function of (seed, index). It runs on the site of `seed`
+(`mini_web.make_site`), the very site `RLVRWorld/MiniWeb-v0` with that seed renders, and
+draws its session from MiniWeb's held-out stream (`split_stream(seed, "test")`), so a world
+model trained on MiniWeb-v0's train split knows the site but never saw these sessions.
+`Goal.text` is what the agent reads; `Goal.parse` reads it back, so components that only
+see observations (a value function) can still use the structure.
 """
 
 from __future__ import annotations
@@ -126,7 +128,7 @@ class Goal:
             return (word in (q.lower() for q in state.searches) and bool(state.cart)
                     and all(word in name.lower() for name in state.cart))
         if self.kind == "upvote":
-            return {title for title, up in state.votes.values() if up} == {self.target}
+            return {title for title, up in state.votes.items() if up} == {self.target}
         if self.kind == "delete":
             return state.deleted == [self.target]
         sent = [s for s in state.submissions if s.form == self.form]
@@ -193,9 +195,9 @@ def _build(kind: str, browser: Browser, rng: random.Random) -> Goal:
     if kind == "cart_product":
         browser.open_page("category", push=False)
         return Goal(kind, _unique(_row_names(browser), rng))
-    if kind == "search_cart":
+    if kind == "search_cart":  # a word the catalog has products for (search rule: `mini_web.matches`)
         browser.open_page(rng.choice(browser.landing_pages()), push=False)
-        return Goal(kind, word)
+        return Goal(kind, rng.choice([w for w in mini_web._WORDS if browser.content.search("shop", w)]))
     if kind == "contact":
         browser.open_page("contact", push=False)
         return Goal(kind, fields=(("Name", user.title()), ("Email", email),
@@ -222,7 +224,7 @@ def make_episode(config: MiniWebGoalConfig, index: int) -> tuple[Browser, Goal]:
     rng = index_rng(split_stream(config.seed, "test"), index)
     kind = rng.choice(config.goal_kinds())
     site_config = MiniWebConfig(sites=(KINDS[kind],), list_items=config.list_items, list_extra=config.list_extra,
-                                history=0)
+                                history=0, site_seed=config.seed)
     browser = Browser(rng, site_config)
     return browser, _build(kind, browser, rng)
 

@@ -1,4 +1,4 @@
-"""MiniWeb: a small procedural web-page simulator that yields WebArena-style transitions.
+"""MiniWeb: a small procedural website that yields WebArena-style transitions.
 
 Why: the WMA data is a large download and its trees run to thousands of tokens. MiniWeb
 gives the web-state task an embedded default that a small model can learn on a CPU, with
@@ -6,28 +6,42 @@ the same observation format (WebArena accessibility-tree text), the same action 
 and gold targets made by the same change extraction (`acctree.extract_changes`) as the
 real task. It is a documented generator, not a dataset.
 
-What it simulates: three kinds of site (a shop, a forum, an admin panel) sharing a header
-(home link, menu with a hover/click submenu, search box, sign-in dialog) over pages with
-product lists, posts, record grids and forms. Actions, written as WebArena writes them
-(`click [12] where [12] is button 'Add to Cart'`, `type [7] [desk lamp] [1]`,
-`hover [..]`, `scroll [down]`, `go_back`), have the effects a browser would show:
-links navigate (main content deleted and new, title updated), dialogs and menus open and
-close, typing fills a textbox (focus moves, a StaticText child appears), Enter in the
-search box lists results, forms complain about empty required fields or submit,
+One site per seed. `make_site(config)` builds the site's content as a pure function of
+(`config.site_seed`, list sizes): a catalog (products with name, price, category and
+reviews, in five categories), forums with posts and their replies, and customers. Like
+WebArena's sites it is fixed: every session of a seed, train or test split, visits the
+same site, so a world model can learn it. What a session changes (cart, votes, accepted
+forms, deleted customers, searches) is its `SiteState`; every page is rendered from the
+site and that state, so the same page looks the same wherever it is reached from.
+
+The rules a world model can learn (`benchmarks.miniweb_predictability` measures them):
+
+* a link carries its target and following it renders that target: a product link opens
+  that product (name, price, "N Reviews"), a category that category's products in catalog
+  order, a post that post (score, upvote state, replies), "N Reviews" that product's
+  reviews, the home link the site's first category / forum / the customer grid;
+* search: the results are the items whose name (products, post titles; customers: name or
+  email) contains every word of the query, case-insensitively, in catalog order;
+* sorting by name or price sorts the whole list (stable, ascending); "Position" restores
+  catalog order; scrolling moves a window of `list_items` rows over the list;
+* `go_back` restores the previous page exactly as it was left (ids, typed text, menus),
+  an open dialog excepted;
+* ids: nodes keep their ids while they stay on the page; every node that appears (a new
+  page's content, a row scrolling into view, a message, typed text) takes the next ids
+  after the largest id on the page before the action, in document order.
+
+Actions, written as WebArena writes them (`click [12] where [12] is button 'Add to Cart'`,
+`type [7] [desk lamp] [1]`, `hover [..]`, `scroll [down]`, `go_back`), have the effects a
+browser would show: dialogs and menus open and close, typing fills a textbox (focus moves,
+a StaticText child appears), forms complain about empty required fields or submit,
 "Add to Cart" shows a message and updates the cart link, "Delete" removes a grid row,
-"Upvote" updates a score, sorting opens a listbox, scrolling moves a window over a long
-list (items leave and enter the viewport), and clicking plain text changes nothing.
-Node ids grow like browser backend ids (new nodes get fresh, larger ids; a page reached
-again with `go_back` keeps its old ids).
+"Upvote" updates a score, and clicking plain text changes nothing. `Browser.apply`
+performs a given WebArena action string and rejects, with a reason (`ActionError`),
+anything outside the page's current affordances. The session's random generator only
+picks the start page, the objective and the generator's own actions; no step draws from it.
 
-Besides the page, a browser keeps what the site's server would (`SiteState`: products in
-the cart, searches, votes, submitted forms, deleted records), so goal tasks
-(`rlvr_envs.web.goals`) check the true outcome of an episode, not the text of its last page.
-`Browser.apply` performs a given WebArena action string and rejects, with a reason
-(`ActionError`), anything outside the page's current affordances.
-
-A transition is a pure function of (config, seed, index): a seeded generator builds a
-page, applies up to `config.history` random earlier actions (which become the
+A transition is a pure function of (config, seed, index): a seeded generator opens a start
+page of the site, applies up to `config.history` random earlier actions (which become the
 `previous_actions`), records the tree, applies one more random action and records the
 next tree. The record has the WMA field names (`url`, `objective`, `previous_actions`,
 `current_action`, `observation`, `next_state_acctree`), so the real and procedural tasks
@@ -37,12 +51,12 @@ share one conversion.
 from __future__ import annotations
 
 import copy
+import functools
 import random
 import re
 import string
 from dataclasses import dataclass, field
 from typing import Any
-
 
 from rlvr_envs.core.util import index_rng
 from rlvr_envs.web.acctree import Item
@@ -51,25 +65,36 @@ SITES = ("shop", "forum", "admin")
 
 _ADJECTIVES = ("Organic", "Wireless", "Stainless", "Vintage", "Compact", "Deluxe", "Portable", "Ceramic",
                "Bamboo", "Foldable")
-_NOUNS = ("Coffee Maker", "Yoga Mat", "Desk Lamp", "Water Bottle", "Running Shoes", "Backpack", "Fax Machine",
-          "Tea Kettle", "Notebook", "Headphones", "Plant Pot", "Office Chair")
-_CATEGORIES = ("Home & Kitchen", "Office Products", "Sports & Outdoors", "Electronics", "Health & Household")
+#: category -> the kinds of product it sells
+_CATALOG = {"Home & Kitchen": ("Coffee Maker", "Tea Kettle", "Plant Pot"),
+            "Office Products": ("Desk Lamp", "Notebook", "Office Chair", "Fax Machine"),
+            "Sports & Outdoors": ("Yoga Mat", "Running Shoes", "Water Bottle", "Backpack"),
+            "Electronics": ("Headphones", "Bluetooth Speaker", "Phone Charger"),
+            "Health & Household": ("Hand Soap", "Toothbrush", "Vitamin Gummies")}
+_CATEGORIES = tuple(_CATALOG)
+_NOUNS = tuple(noun for nouns in _CATALOG.values() for noun in nouns)
 _USERS = ("alice", "bob", "chen", "dana", "emeka", "farah", "gus", "hana")
+_SURNAMES = ("Lee", "Kim", "Diaz", "Okafor")
 _FORUMS = ("books", "gardening", "movies", "cooking", "travel")
 _TOPICS = ("Best {} for beginners?", "My {} broke after a week", "Show off your {}", "Is this {} worth it?",
            "Looking for a cheap {}")
+_REPLIES = ("+1", "Same here.", "Try the other one.", "Thanks!")
+_REVIEWS = ("Works as described.", "Broke after a month.", "Great value.", "Would buy again.")
+#: the words the generator searches for and writes about
 _WORDS = ("lamp", "mat", "kettle", "bottle", "chair", "shoes", "notebook", "pot")
 _FIELDS = {"shop": ("Name", "Email", "Message"), "forum": ("Title", "Body"), "admin": ("Name", "Email", "Phone")}
+_HOSTS = {"shop": "http://onestopmarket.com", "forum": "http://postmill.local", "admin": "http://shop.admin"}
 
 
 @dataclass(frozen=True)
 class MiniWebConfig:
-    """Shape of the generated pages (all transitions of a task share one config)."""
+    """Shape of the site and its sessions (all transitions of a task share one config)."""
 
-    sites: tuple[str, ...] = SITES  #: which site kinds to draw from
+    sites: tuple[str, ...] = SITES  #: which site kinds sessions are drawn from
     list_items: int = 3  #: items (products, posts, rows) visible at once on a list page
-    list_extra: int = 3  #: up to this many more items lie below the viewport (for scrolling)
+    list_extra: int = 3  #: a list (category, forum, customers) holds up to this many more below the viewport
     history: int = 2  #: at most this many earlier actions lead to the current page
+    site_seed: int = 0  #: which site (catalog, forums, customers) the sessions visit
 
     def __post_init__(self):
         if isinstance(self.sites, str):
@@ -89,6 +114,108 @@ class MiniWebConfig:
             raise ValueError(f"history must be in [0, 10], got {self.history}")
 
 
+# -- the site: fixed content per seed ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Product:
+    name: str
+    price: str
+    category: str
+    reviews: tuple[tuple[str, str], ...]  #: (user, text)
+
+    @property
+    def slug(self) -> str:
+        return self.name.lower().replace(" ", "-")
+
+
+@dataclass(frozen=True)
+class Post:
+    title: str
+    forum: str
+    number: int  #: the post's number in its URL
+    user: str
+    hours: int
+    score: int
+    replies: tuple[str, ...]  #: "user: text"
+
+
+@dataclass(frozen=True)
+class Customer:
+    name: str
+    email: str
+
+
+def matches(text: str, query: str) -> bool:
+    """The search rule: `text` contains every word of `query` (case-insensitive)."""
+    words = query.lower().split()
+    return bool(words) and all(word in text.lower() for word in words)
+
+
+@dataclass(frozen=True)
+class Site:
+    """A site's fixed content (catalog, forums, customers), in catalog order."""
+
+    products: tuple[Product, ...]
+    posts: tuple[Post, ...]
+    customers: tuple[Customer, ...]
+
+    def __deepcopy__(self, memo):  # immutable: browsers copied for look-ahead share it
+        return self
+
+    def category(self, name: str) -> list[Product]:
+        return [p for p in self.products if p.category == name]
+
+    def product(self, name: str) -> Product:
+        return next(p for p in self.products if p.name == name)
+
+    def forum(self, name: str) -> list[Post]:
+        return [p for p in self.posts if p.forum == name]
+
+    def post(self, title: str) -> Post:
+        return next(p for p in self.posts if p.title == title)
+
+    def search(self, kind: str, query: str) -> list:
+        """Search results by the search rule, in catalog order (`kind`: the site kind)."""
+        if kind == "shop":
+            return [p for p in self.products if matches(p.name, query)]
+        if kind == "forum":
+            return [p for p in self.posts if matches(p.title, query)]
+        return [c for c in self.customers if matches(f"{c.name} {c.email}", query)]
+
+
+@functools.lru_cache(maxsize=32)
+def _site(seed: int, list_items: int, list_extra: int) -> Site:
+    rng = random.Random(f"miniweb-site-{seed}")
+    sizes = range(list_items, list_items + list_extra + 1)
+    products = []
+    names = [f"{a} {n}" for n in _NOUNS for a in _ADJECTIVES]
+    rng.shuffle(names)
+    for category, nouns in _CATALOG.items():
+        chosen = [n for n in names if n.split(" ", 1)[1] in nouns][: rng.choice(sizes)]
+        for name in chosen:
+            reviews = tuple((rng.choice(_USERS), rng.choice(_REVIEWS)) for _ in range(rng.randint(1, 3)))
+            products.append(Product(name, f"${rng.randint(3, 300)}.{rng.choice(('00', '49', '99'))}", category,
+                                    reviews))
+    titles = [t.format(w) for t in _TOPICS for w in _WORDS]
+    rng.shuffle(titles)
+    numbers = rng.sample(range(10, 1000), len(titles))
+    posts = []
+    for forum in _FORUMS:
+        for _ in range(rng.choice(sizes)):
+            replies = tuple(f"{rng.choice(_USERS)}: {rng.choice(_REPLIES)}" for _ in range(rng.randint(1, 3)))
+            posts.append(Post(titles.pop(), forum, numbers.pop(), rng.choice(_USERS), rng.randint(1, 23),
+                              rng.randint(0, 99), replies))
+    users = rng.sample(_USERS, min(rng.choice(sizes), len(_USERS)))
+    customers = tuple(Customer(f"{u.title()} {rng.choice(_SURNAMES)}", f"{u}{rng.randint(1, 99)}@example.com")
+                      for u in users)
+    return Site(tuple(products), tuple(posts), customers)
+
+
+def make_site(config: MiniWebConfig) -> Site:
+    """The site of `config.site_seed` (a pure function of the seed and the list sizes)."""
+    return _site(config.site_seed, config.list_items, config.list_extra)
+
+
 @dataclass(frozen=True)
 class Submission:
     """One form the site accepted: which form (the page title, or the dialog's name), the
@@ -101,14 +228,14 @@ class Submission:
 
 @dataclass
 class SiteState:
-    """What the site's server keeps, in order of the actions that changed it (the page
-    shows only part of it, and `go_back` restores pages, not this)."""
+    """What a session changed on the server, in order of the actions that changed it (the
+    page shows only part of it, and `go_back` restores pages, not this)."""
 
     cart: list[str] = field(default_factory=list)  #: names of the products added to the cart
     searches: list[str] = field(default_factory=list)  #: queries searched for
-    votes: dict[int, tuple[str, bool]] = field(default_factory=dict)  #: upvote button id -> (post title, upvoted)
+    votes: dict[str, bool] = field(default_factory=dict)  #: post title -> upvoted by this user
     submissions: list[Submission] = field(default_factory=list)  #: forms accepted
-    deleted: list[str] = field(default_factory=list)  #: names of the deleted records
+    deleted: list[str] = field(default_factory=list)  #: names of the deleted customers
 
 
 class ActionError(ValueError):
@@ -170,9 +297,10 @@ def parse_action(action: Any) -> tuple[str, int | str | None, str | None, bool]:
 
 @dataclass
 class Node:
-    """A DOM node: what the tree shows (`role`, `name`, `attrs`) plus how it behaves."""
+    """A DOM node: what the tree shows (`role`, `name`, `attrs`) plus how it behaves. A node
+    gets its `id` when it appears on the page (see the id rule in the module docstring)."""
 
-    id: int
+    id: int | None
     role: str
     name: str
     attrs: dict[str, str] = field(default_factory=dict)
@@ -190,15 +318,20 @@ class Node:
             yield from child.walk(depth + 1)
 
 
-class _Browser:
-    """One tab of a simulated site. Every action method mutates the page in place."""
+def _forget_ids(node: Node) -> None:
+    for each, _ in node.walk():
+        each.id = None
 
-    def __init__(self, rng: random.Random, config: MiniWebConfig):
+
+class _Browser:
+    """One tab of a session on a site. Every action method mutates the page in place."""
+
+    def __init__(self, rng: random.Random, config: MiniWebConfig, content: Site | None = None):
         self.rng, self.config = rng, config
+        self.content = content if content is not None else make_site(config)
         self.next_id = rng.randint(1, 120)
         self.site = rng.choice(config.sites)
         self.history: list[tuple[str, str, Node]] = []
-        self.cart = 0
         self.state = SiteState()
         self.root = self.node("RootWebArea", "", {"focused": "True"})
         self.root.children = self.header()
@@ -207,116 +340,146 @@ class _Browser:
         self.url, self.title = "", ""
         self.open_page(self.rng.choice(self.landing_pages()), push=False)
 
-    # -- building ---------------------------------------------------------------------------
-    def node(self, role: str, name: str, attrs: dict[str, str] | None = None, children: list[Node] | None = None,
-             behavior: str | None = None, **data: Any) -> Node:
-        node_id = self.next_id
-        self.next_id += self.rng.randint(1, 3)
-        return Node(node_id, role, name, dict(attrs or {}), list(children or []), behavior, data)
+    @property
+    def cart(self) -> int:
+        return len(self.state.cart)
 
-    def product(self, word: str | None = None) -> dict[str, Any]:
-        noun = self.rng.choice([n for n in _NOUNS if word is None or word in n.lower()] or list(_NOUNS))
-        name = f"{self.rng.choice(_ADJECTIVES)} {noun}"
-        return {"name": name, "price": f"${self.rng.randint(3, 300)}.{self.rng.choice(('00', '49', '99'))}"}
+    # -- building ---------------------------------------------------------------------------
+    @staticmethod
+    def node(role: str, name: str, attrs: dict[str, str] | None = None, children: list[Node] | None = None,
+             behavior: str | None = None, **data: Any) -> Node:
+        return Node(None, role, name, dict(attrs or {}), list(children or []), behavior, data)
+
+    def number(self) -> None:
+        """Give every node without an id the next id, in document order."""
+        for node, _ in self.root.walk():
+            if node.id is None:
+                node.id = self.next_id
+                self.next_id += 1
+
+    def home(self) -> tuple[str, str | None]:
+        """(page, key) of the site's home link."""
+        return {"shop": ("category", _CATEGORIES[0]), "forum": ("front", _FORUMS[0]), "admin": ("grid", None)}[
+            self.site]
 
     def header(self) -> list[Node]:
-        home = {"shop": "One Stop Market", "forum": "Postmill", "admin": "Magento Admin Panel"}[self.site]
-        submenu = [self.node("menuitem", f" {c}", {}, behavior="nav", page="category") for c in _CATEGORIES[:3]]
+        name = {"shop": "One Stop Market", "forum": "Postmill", "admin": "Magento Admin Panel"}[self.site]
+        menu = {"shop": (" Categories", [(f" {c}", "category", c) for c in _CATEGORIES]),
+                "forum": (" Forums", [(f" /f/{f}", "front", f) for f in _FORUMS]),
+                "admin": (" Customers", [(" All Customers", "grid", None), (" New Customer", "record", None)])}
+        label, submenu = menu[self.site]
+        page, key = self.home()
         nodes = [
-            self.node("link", home, behavior="nav", page=self.landing_pages()[0]),
-            self.node("menuitem", " Categories" if self.site != "admin" else " Reports",
-                      {"hasPopup": "menu", "expanded": "False"}, behavior="menu", submenu=submenu),
+            self.node("link", name, behavior="nav", page=page, key=key),
+            self.node("menuitem", label, {"hasPopup": "menu", "expanded": "False"}, behavior="menu", submenu=submenu),
             self.node("link", "Sign In" if self.site != "admin" else "Account Settings", behavior="dialog"),
             self.node("textbox", "Search", {"required": "False"}, behavior="search"),
             self.node("button", "Search", behavior="search_button"),
         ]
         if self.site == "shop":
-            nodes.insert(3, self.node("link", " My Cart", behavior="nav", page="contact"))
+            nodes.insert(3, self.node("link", " My Cart", behavior="nav", page="cart", key=None))
         return nodes
 
     def landing_pages(self) -> tuple[str, ...]:
         return {"shop": ("category", "product", "contact"), "forum": ("front", "post", "submit"),
                 "admin": ("grid", "record")}[self.site]
 
-    def list_page(self, heading: str, entries: list[dict[str, Any]], make) -> list[Node]:
-        """A heading over a scrollable list: only `list_items` entries are in the viewport."""
-        rows = [make(entry) for entry in entries]
-        container = self.node("list", "", behavior=None, rows=rows, offset=0)
+    def list_page(self, heading: str, rows: list[Node]) -> list[Node]:
+        """A heading over a scrollable list: only `list_items` rows are in the viewport."""
+        for position, row in enumerate(rows):
+            row.data["position"] = position
+        container = self.node("list", "", rows=rows, offset=0)
         container.children = rows[: self.config.list_items]
-        return [self.node("heading", heading, behavior="text"), container]
+        return [self.node("heading", self.list_heading(heading, len(rows)), behavior="text", title=heading),
+                container]
 
-    def page_nodes(self, page: str, query: str | None = None) -> tuple[str, str, list[Node]]:
-        """(url path, title, main-content nodes) of a page."""
-        count = self.config.list_items + self.rng.randint(0, self.config.list_extra)
-        if page == "search" and self.site != "shop":
-            page = "front" if self.site == "forum" else "grid"
-        if page in ("category", "search"):
-            if page == "search":
-                title = f"Search results for: '{query}'"
-                entries = [self.product(query) for _ in range(count)]
-                path = f"/catalogsearch/result/?q={query.replace(' ', '+')}"
-            else:
-                category = self.rng.choice(_CATEGORIES)
-                title = category
-                entries = [self.product() for _ in range(count)]
-                path = "/" + category.lower().replace(" & ", "-").replace(" ", "-") + ".html"
+    def list_heading(self, title: str, count: int) -> str:
+        shown = min(count, self.config.list_items)
+        return f"{title} Items 1-{shown} of {count}" if count else f"{title} Items 0 of 0"
 
-            def make(entry):
-                return self.node("listitem", "", children=[
-                    self.node("link", entry["name"], behavior="nav", page="product", product=entry),
-                    self.node("StaticText", entry["price"], behavior="text"),
-                    self.node("button", "Add to Cart", behavior="cart", product=entry)])
-            sort = self.node("combobox", "Sort By", {"hasPopup": "listbox", "expanded": "False"}, behavior="sort")
-            nodes = self.list_page(f"{title} Items 1-{min(count, self.config.list_items)} of {count}", entries, make)
-            return path, title, [nodes[0], sort, nodes[1]]
+    def product_row(self, product: Product) -> Node:
+        return self.node("listitem", "", children=[
+            self.node("link", product.name, behavior="nav", page="product", key=product.name),
+            self.node("StaticText", product.price, behavior="text"),
+            self.node("button", "Add to Cart", behavior="cart", product=product.name)])
+
+    def post_row(self, post: Post) -> Node:
+        voted = self.state.votes.get(post.title, False)
+        return self.node("article", "", children=[
+            self.node("link", post.title, behavior="nav", page="post", key=post.title),
+            self.node("StaticText", f"Submitted by {post.user} {post.hours} hours ago", behavior="text"),
+            self.node("StaticText", str(post.score + voted), behavior="text"),
+            self.node("button", "Retract upvote" if voted else "Upvote", behavior="upvote", post=post.title)])
+
+    def customer_row(self, customer: Customer) -> Node:
+        return self.node("row", "", children=[
+            self.node("gridcell", customer.name, {"required": "False"}, behavior="text"),
+            self.node("gridcell", customer.email, {"required": "False"}, behavior="text"),
+            self.node("button", "Delete", behavior="delete")])
+
+    def customers(self, query: str | None = None) -> list[Customer]:
+        found = self.content.customers if query is None else self.content.search("admin", query)
+        return [c for c in found if c.name not in self.state.deleted]
+
+    def random_key(self, page: str) -> str | None:
+        """The start page's subject (a start page is the session's random choice)."""
+        if page == "category":
+            return self.rng.choice(_CATEGORIES)
         if page == "product":
-            entry = self.product()
-            return (f"/{entry['name'].lower().replace(' ', '-')}.html", entry["name"], [
-                self.node("heading", entry["name"], behavior="text"),
-                self.node("StaticText", entry["price"], behavior="text"),
+            return self.rng.choice(self.content.products).name
+        if page == "front":
+            return self.rng.choice(_FORUMS)
+        if page == "post":
+            return self.rng.choice(self.content.posts).title
+        return None
+
+    def page_nodes(self, page: str, key: str | None = None) -> tuple[str, str, list[Node]]:
+        """(url path, title, main-content nodes) of a page, rendered from the site and the
+        session's state; `key` names its subject (a category, product, forum, post or query)."""
+        if page == "search":
+            return self.search_page(key)
+        if page == "category":
+            path = "/" + key.lower().replace(" & ", "-").replace(" ", "-") + ".html"
+            nodes = self.list_page(key, [self.product_row(p) for p in self.content.category(key)])
+            return path, key, [nodes[0], self.sort_box(), nodes[1]]
+        if page == "product":
+            product = self.content.product(key)
+            return f"/{product.slug}.html", product.name, [
+                self.node("heading", product.name, behavior="text"),
+                self.node("StaticText", product.price, behavior="text"),
                 self.node("StaticText", "In stock", behavior="text"),
                 self.node("textbox", "Qty", {"required": "False"}, behavior="field"),
-                self.node("button", "Add to Cart", behavior="cart", product=entry),
-                self.node("link", f"{self.rng.randint(1, 40)} Reviews", behavior="nav", page="category")])
+                self.node("button", "Add to Cart", behavior="cart", product=product.name),
+                self.node("link", f"{len(product.reviews)} Reviews", behavior="nav", page="reviews", key=product.name)]
+        if page == "reviews":
+            product = self.content.product(key)
+            return f"/{product.slug}.html#reviews", f"Reviews of {product.name}", [
+                self.node("heading", f"Reviews of {product.name}", behavior="text"),
+                *[self.node("StaticText", f"{user}: {text}", behavior="text") for user, text in product.reviews],
+                self.node("link", product.name, behavior="nav", page="product", key=product.name)]
+        if page == "cart":
+            items = [self.content.product(name) for name in self.state.cart]
+            lines = [self.node("StaticText", f"{p.name} {p.price}", behavior="text") for p in items] or [
+                self.node("StaticText", "You have no items in your shopping cart.", behavior="text")]
+            return "/checkout/cart/", "Shopping Cart", [
+                self.node("heading", "Shopping Cart", behavior="text"), *lines,
+                self.node("link", "Contact Us", behavior="nav", page="contact", key=None)]
         if page == "front":
-            forum = self.rng.choice(_FORUMS)
-
-            def make(entry):
-                return self.node("article", "", children=[
-                    self.node("link", entry["title"], behavior="nav", page="post"),
-                    self.node("StaticText", f"Submitted by {entry['user']} {entry['hours']} hours ago",
-                              behavior="text"),
-                    self.node("StaticText", str(entry["score"]), behavior="text"),
-                    self.node("button", "Upvote", behavior="upvote")])
-            entries = [{"title": self.rng.choice(_TOPICS).format(query or self.rng.choice(_WORDS)),
-                        "user": self.rng.choice(_USERS), "hours": self.rng.randint(1, 23),
-                        "score": self.rng.randint(0, 99)} for _ in range(count)]
-            if query:
-                return f"/search?q={query}", f"Search results for: '{query}'", self.list_page(
-                    f"Search results for: '{query}'", entries, make)
-            return f"/f/{forum}", f"/f/{forum}", self.list_page(f"/f/{forum}", entries, make)
+            return f"/f/{key}", f"/f/{key}", self.list_page(f"/f/{key}", [self.post_row(p)
+                                                                          for p in self.content.forum(key)])
         if page == "post":
-            topic = self.rng.choice(_TOPICS).format(self.rng.choice(_WORDS))
-            replies = ("+1", "Same here.", "Try the other one.", "Thanks!")
-            comments = [self.node("StaticText", f"{self.rng.choice(_USERS)}: {self.rng.choice(replies)}", behavior="text")
-                        for _ in range(self.rng.randint(1, 3))]
-            return f"/f/{self.rng.choice(_FORUMS)}/{self.rng.randint(10, 999)}", topic, [
-                self.node("heading", topic, behavior="text"),
-                self.node("StaticText", str(self.rng.randint(0, 99)), behavior="text"),
-                self.node("button", "Upvote", behavior="upvote"),
-                *comments,
+            post = self.content.post(key)
+            voted = self.state.votes.get(post.title, False)
+            return f"/f/{post.forum}/{post.number}", post.title, [
+                self.node("heading", post.title, behavior="text"),
+                self.node("StaticText", str(post.score + voted), behavior="text"),
+                self.node("button", "Retract upvote" if voted else "Upvote", behavior="upvote", post=post.title),
+                *[self.node("StaticText", reply, behavior="text") for reply in post.replies],
                 self.node("textbox", "Comment", {"required": "True"}, behavior="field"),
                 self.node("button", "Post", behavior="submit")]
         if page == "grid":
-            def make(entry):
-                return self.node("row", "", children=[
-                    self.node("gridcell", entry["name"], {"required": "False"}, behavior="text"),
-                    self.node("gridcell", entry["email"], {"required": "False"}, behavior="text"),
-                    self.node("button", "Delete", behavior="delete")])
-            entries = [{"name": f"{u.title()} {self.rng.choice(('Lee', 'Kim', 'Diaz', 'Okafor'))}",
-                        "email": f"{u}{self.rng.randint(1, 99)}@example.com"}
-                       for u in self.rng.sample(_USERS, min(count, len(_USERS)))]
-            nodes = self.list_page(f"{len(entries)} records found", entries, make)
+            nodes = self.list_page("Customers", [self.customer_row(c) for c in self.customers()])
+            nodes[0].name = f"{len(nodes[1].data['rows'])} records found"
             nodes[1].role = "table"
             return "/admin/customer/index/", "Customers / Magento Admin", nodes
         if page in ("contact", "submit", "record"):
@@ -329,21 +492,43 @@ class _Browser:
                           {"checked": "false"}, behavior="checkbox"),
                 self.node("button", "Submit" if page != "submit" else "Create submission", behavior="submit")]
         if page == "thanks":
+            home, home_key = self.home()
             return "/success", "Success", [
                 self.node("heading", "Thank you", behavior="text"),
                 self.node("StaticText", "Your request has been saved.", behavior="text"),
-                self.node("link", "Continue", behavior="nav", page=self.landing_pages()[0])]
+                self.node("link", "Continue", behavior="nav", page=home, key=home_key)]
         raise ValueError(f"unknown page {page!r}")
 
-    def open_page(self, page: str, query: str | None = None, push: bool = True) -> None:
+    def search_page(self, query: str) -> tuple[str, str, list[Node]]:
+        """The results of `query` on this site by the search rule (`Site.search`)."""
+        title = f"Search results for: '{query}'"
+        if self.site == "shop":
+            nodes = self.list_page(title, [self.product_row(p) for p in self.content.search("shop", query)])
+            return f"/catalogsearch/result/?q={query.replace(' ', '+')}", title, [nodes[0], self.sort_box(), nodes[1]]
+        if self.site == "forum":
+            return f"/search?q={query.replace(' ', '+')}", title, self.list_page(
+                title, [self.post_row(p) for p in self.content.search("forum", query)])
+        nodes = self.list_page(title, [self.customer_row(c) for c in self.customers(query)])
+        nodes[0].name = f"{len(nodes[1].data['rows'])} records found"
+        nodes[1].role = "table"
+        return f"/admin/customer/index/?search={query.replace(' ', '+')}", title, nodes
+
+    def sort_box(self) -> Node:
+        return self.node("combobox", "Sort By", {"hasPopup": "listbox", "expanded": "False"}, behavior="sort")
+
+    def open_page(self, page: str, key: str | None = None, push: bool = True) -> None:
+        """Navigate to `page` about `key` (a start page picks a random subject when None)."""
+        self.close_dialog()
         if push:
-            self.history.append((self.url, self.title, copy.deepcopy(self.main)))
-        path, title, nodes = self.page_nodes(page, query)
-        host = {"shop": "http://onestopmarket.com", "forum": "http://postmill.local", "admin": "http://shop.admin"}
-        self.url, self.title = host[self.site] + path, title
+            self.number()
+            self.history.append((self.url, self.title, copy.deepcopy(self.root)))
+        if key is None:
+            key = self.random_key(page)
+        path, title, nodes = self.page_nodes(page, key)
+        self.url, self.title = _HOSTS[self.site] + path, title
         self.root.name = title
         self.main.children = nodes
-        self.close_dialog()
+        self.number()
 
     # -- rendering ----------------------------------------------------------------------------
     def text(self) -> str:
@@ -384,10 +569,10 @@ class _Browser:
                 options.append((0.1, "click", node))
         rows = self.list_container()
         if rows is not None and len(rows.data["rows"]) > self.config.list_items:
-            options.append((0.75, "scroll", "down"))
-            options.append((0.25, "scroll", "up"))
+            options.append((3.0, "scroll", "down"))
+            options.append((1.0, "scroll", "up"))
         if self.history:
-            options.append((0.3, "go_back", None))
+            options.append((1.5, "go_back", None))
         return options
 
     def list_container(self) -> Node | None:
@@ -415,21 +600,21 @@ class _Browser:
 
     def execute(self, verb: str, target: Any, text: str | None = None, enter: bool = False) -> str:
         """Perform one affordance (`verb`, `target` as `affordances` gives them); returns its
-        action string."""
+        action string. Nodes that appear take ids after the page's largest (the id rule)."""
         action = self.format_action(verb, target, text, enter)
+        self.next_id = max(node.id for node, _ in self.root.walk()) + 1
         if verb == "scroll":
             self.scroll(target)
         elif verb == "go_back":
-            url, title, main = self.history.pop()
-            self.url, self.title, self.root.name = url, title, title
-            self.main.children = main.children
-            self.close_dialog()
+            self.url, self.title, self.root = self.history.pop()
+            self.main = next(n for n in self.root.children if n.role == "main")
         elif verb == "type":
             self.type(target, text, enter)
         elif verb == "hover":
             self.open_menu(target)
         else:
             self.click(target)
+        self.number()
         return action
 
     def resolve(self, action: str) -> tuple[str, Any, str | None, bool]:
@@ -501,18 +686,16 @@ class _Browser:
     def click(self, node: Node) -> None:
         b = node.behavior
         if b == "nav":
-            self.open_page(node.data["page"])
+            self.open_page(node.data["page"], node.data["key"])
         elif b == "search_button":
             box = next(n for n, _ in self.root.walk() if n.behavior == "search")
             self.search(box)
         elif b == "cart":
-            self.cart += 1
-            self.state.cart.append(node.data["product"]["name"])
+            self.state.cart.append(node.data["product"])
             cart = next((n for n, _ in self.root.walk() if n.name.startswith(" My Cart")), None)
             if cart is not None:
                 cart.name = f" My Cart {self.cart}"
-            message = f"You added {node.data['product']['name']} to your shopping cart."
-            self.replace_message(message)
+            self.replace_message(f"You added {node.data['product']} to your shopping cart.")
         elif b == "dialog":
             self.open_dialog(node)
         elif b == "dialog_close":
@@ -536,8 +719,7 @@ class _Browser:
             voted = node.name == "Upvote"
             score.name = str(int(score.name) + (1 if voted else -1))
             node.name = "Retract upvote" if voted else "Upvote"
-            title = next((c.name for c in parent.children if c.role in ("link", "heading")), "")
-            self.state.votes[node.id] = (title, voted)
+            self.state.votes[node.data["post"]] = voted
         elif b == "sort":
             self.toggle_listbox(node)
         elif b == "option":
@@ -589,8 +771,8 @@ class _Browser:
         if item.attrs.get("expanded") == "True":
             return
         item.attrs["expanded"] = "True"
-        item.children = [self.node(c.role, c.name, dict(c.attrs), behavior=c.behavior, **c.data)
-                         for c in item.data["submenu"]]
+        item.children = [self.node("menuitem", name, behavior="nav", page=page, key=key)
+                         for name, page, key in item.data["submenu"]]
 
     def toggle_listbox(self, combo: Node) -> None:
         parent = self.find(combo.id)[1]
@@ -604,21 +786,27 @@ class _Browser:
         parent.children.insert(parent.children.index(combo) + 1, self.node("listbox", "", children=options))
 
     def choose_option(self, option: Node) -> None:
+        """Sort the whole list (stable, ascending): by catalog position, name or price."""
         listbox, parent = self.find(self.find(option.id)[1].id)
         combo = parent.children[parent.children.index(listbox) - 1]
         parent.children.remove(listbox)
         combo.attrs["expanded"] = "False"
         table = self.list_container()
-        if table is not None and option.data["key"] != "Position":
-            column = 0 if option.data["key"] == "Product Name" else 1
-            table.data["rows"].sort(key=lambda r: r.children[column].name if column == 0
-                                    else float(r.children[1].name.lstrip("$")))
+        if table is not None:
+            key = {"Position": lambda r: r.data["position"], "Product Name": lambda r: r.children[0].name,
+                   "Price": lambda r: float(r.children[1].name.lstrip("$"))}[option.data["key"]]
+            table.data["rows"].sort(key=key)
             self.relayout(table)
 
     def relayout(self, table: Node) -> None:
+        """Show the rows of the window; a row that enters the viewport is a new node."""
         rows, window = table.data["rows"], self.config.list_items
         table.data["offset"] = max(0, min(table.data["offset"], len(rows) - window))
-        table.children = rows[table.data["offset"]: table.data["offset"] + window]
+        shown = rows[table.data["offset"]: table.data["offset"] + window]
+        for row in shown:
+            if not any(row is old for old in table.children):
+                _forget_ids(row)
+        table.children = shown
 
     def scroll(self, direction: str) -> None:
         table = self.list_container()
@@ -641,12 +829,13 @@ class _Browser:
         }[self.site])
 
 
-#: the simulator (one tab of a generated site), public for the goal tasks
+#: the simulator (one tab of a session on a site), public for the goal tasks
 Browser = _Browser
 
 
 def generate(config: MiniWebConfig, seed: int, index: int) -> dict[str, Any]:
-    """One transition as a WMA-style record (a pure function of its arguments)."""
+    """One transition as a WMA-style record (a pure function of its arguments; the site is
+    `make_site(config)`, the session is drawn from stream `seed`)."""
     rng = index_rng(seed, index)
     browser = _Browser(rng, config)
     objective = browser.objective()

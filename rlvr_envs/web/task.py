@@ -288,7 +288,7 @@ class MiniWebTaskConfig:
 
     def generator_config(self) -> mini_web.MiniWebConfig:
         return mini_web.MiniWebConfig(sites=self.sites, list_items=self.list_items, list_extra=self.list_extra,
-                                      history=self.history)
+                                      history=self.history, site_seed=self.seed)
 
     def validate(self) -> None:
         if self.split not in ("train", "test"):
@@ -322,9 +322,11 @@ def miniweb_records(config: MiniWebTaskConfig) -> list[wma.WmaRecord]:
 class MiniWebTask(WebChangeTask):
     """
     ## Description
-    The web-state task on MiniWeb, a procedural web-page simulator shipped with the package
-    (`rlvr_envs.web.mini_web`): shop, forum and admin pages in WebArena's tree format;
-    clicks, typing, hovering, scrolling and going back, with their effects. Gold answers
+    The web-state task on MiniWeb, a procedural website shipped with the package
+    (`rlvr_envs.web.mini_web`): one site per `seed` (a catalog, forums, customers; the train
+    and test splits visit the same site in different sessions), shop, forum and admin pages
+    in WebArena's tree format rendered from it; clicks, typing, hovering, scrolling and going
+    back, with their effects, by rules a model can learn. Gold answers
     come from the same change extraction as `RLVRWorld/WebState-v0`. Trees are ~10-40
     lines; with the embedded web tokenizer (`python -m trainers.miniweb_tokenizer`) the
     compact prompt is ~250 tokens and the answer ~85, small enough for a CPU. No download.
