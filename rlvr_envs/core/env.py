@@ -64,6 +64,8 @@ class NextStatePredictionEnv(gym.Env):
         modes = ["ansi", "rgb_array"] if hasattr(task, "render_frames") else ["ansi"]
         if render_mode is not None and render_mode not in modes:
             raise ValueError(f"render_mode must be one of {modes} for {type(task).__name__}, got {render_mode!r}")
+        # per instance: a text task renders no frames, and gymnasium's checker tries every listed mode
+        self.metadata = {**type(self).metadata, "render_modes": modes}
         self.task = task
         self.mode = check_mode(mode)
         self.render_mode = render_mode
