@@ -84,8 +84,8 @@ def text_cases() -> dict[str, Callable[[], str]]:
 
 def action_cases(vocab_size: int) -> dict[str, tuple[Callable[[], Any], str, int | None]]:
     """Sequence-mode actions, what must happen and the token the error must name: "ok"
-    (scored), "oov" (reward 0, info["error"] names the first id outside the vocabulary) or
-    "TypeError" (refused: not integer token ids)."""
+    (scored), "oov" (reward 0, info["error"] names the first id outside the vocabulary),
+    "TypeError" (refused: not integer token ids) or "ValueError" (refused: not 1-D)."""
     rng = np.random.default_rng(0)
     i64_min = int(np.iinfo(np.int64).min)
     return {
@@ -102,6 +102,12 @@ def action_cases(vocab_size: int) -> dict[str, tuple[Callable[[], Any], str, int
         "10**6 floats": (lambda: np.full(10**6, 1.5), "TypeError", None),
         "bools": (lambda: [True, False], "TypeError", None),
         "strings": (lambda: ["New items:", "None"], "TypeError", None),
+        "complex numbers": (lambda: np.array([1 + 2j, 3 + 0j]), "TypeError", None),
+        "None": (lambda: None, "TypeError", None),
+        "ragged list": (lambda: [[1, 2], [3]], "TypeError", None),
+        "masked array": (lambda: np.ma.masked_array([1, 2, 3], mask=[0, 0, 1]), "TypeError", None),
+        "2-D array": (lambda: np.ones((4, 8), dtype=np.int64), "ValueError", None),
+        "3-D array": (lambda: np.ones((2, 2, 2), dtype=np.int64), "ValueError", None),
     }
 
 
@@ -146,8 +152,8 @@ def run_action_case(env, action, expected: str) -> dict:
     env.reset(options={"index": 0})
     try:
         (_, reward, terminated, _, info), seconds = timed(lambda: env.step(action))
-    except TypeError as exc:
-        return {"seconds": 0.0, "outcome": "TypeError", "expected": expected, "error": str(exc)}
+    except (TypeError, ValueError) as exc:  # refused at the door (rlvr_envs.core.actions)
+        return {"seconds": 0.0, "outcome": type(exc).__name__, "expected": expected, "error": str(exc)}
     outcome = "oov" if info.get("error") and "outside the vocabulary" in info["error"] else "ok"
     return {"seconds": seconds, "outcome": outcome, "expected": expected, "reward": reward,
             "terminated": terminated, "error": info.get("error")}

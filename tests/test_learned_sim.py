@@ -118,6 +118,34 @@ def test_bad_actions_are_repaired_and_counted_or_rejected(sim, start):
         sim.rollout(np.full((1, 1, 5, 2), np.nan))
 
 
+#: actions no PushT policy means: refused with TypeError at the door (rlvr_envs.core.actions), never cast
+NOT_REAL_ACTIONS = {"bools": np.array([True, False]), "complex": np.array([1 + 2j, 3 + 0j]), "string": "256 256",
+                    "strings": np.array(["256", "256"]), "None": None, "ragged": [[1.0, 2.0], [3.0]],
+                    "masked": np.ma.masked_array([256.0, 256.0], mask=[0, 1]), "objects": np.array([{}, {}])}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_REAL_ACTIONS))
+def test_actions_that_are_not_real_numbers_are_refused_and_the_state_kept(sim, start, case):
+    sim.reset(seed=0, options={"physics": start})
+    before = sim.context.codes.copy()
+    with pytest.raises(TypeError, match="real numbers|masked"):
+        sim.step(NOT_REAL_ACTIONS[case])
+    with pytest.raises(TypeError):
+        sim.rollout(np.array([[[NOT_REAL_ACTIONS["complex"]]]]))
+    assert np.array_equal(sim.context.codes, before) and sim.counts.steps == 0
+
+
+def test_real_chunk_env_refuses_the_same_actions(start):
+    from rlvr_envs.simulators.real import PushTChunkEnv
+
+    env = PushTChunkEnv()
+    env.reset(options={"physics": start})
+    for action in NOT_REAL_ACTIONS.values():
+        with pytest.raises(TypeError):
+            env.step(action)
+    env.close()
+
+
 def test_reset_from_frames_and_from_an_episode(sim, start):
     from rlvr_envs.video import pusht
 

@@ -30,9 +30,11 @@ class NextStatePredictionEnv(gym.Env):
       of at most that length is accepted too. Fits GRPO-style trainers.
     * `mode="token"`: `Discrete(vocab)`, one token per step (an int or a size-1 integer
       array). Fits SB3 / CleanRL.
-    Actions are validated at the door: non-integer actions (floats, strings, bools) raise
-    `TypeError`; a token id outside the vocabulary ends the episode with the documented
-    minimum reward and `info["error"]` naming the id.
+    Actions are validated at the door (`rlvr_envs.core.actions`): anything but integer token
+    ids (None, floats, strings, bools, a ragged list, a masked array) raises `TypeError`, a
+    wrong shape (a 2-D sequence action, several values as one token) raises `ValueError`;
+    a token id outside the vocabulary ends the episode with the documented minimum reward
+    and `info["error"]` naming the id.
 
     ## Reward
     0 until the response is complete, then the task's verified reward (see `info["metrics"]`

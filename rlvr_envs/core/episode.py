@@ -2,8 +2,8 @@
 
 `NextStatePredictionEnv` steps one `Episode`; the batched vector env steps N of them and
 verifies the finished ones in one call. Everything an episode does lives here (forced
-tokens, EOS, the length limit, structure completion, validating actions at the door,
-writing the observation row), so the two envs cannot drift apart.
+tokens, EOS, the length limit, structure completion, writing the observation row; actions
+are checked at the door by `rlvr_envs.core.actions`), so the two envs cannot drift apart.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from rlvr_envs.core.actions import integer_array, token_from_action
 from rlvr_envs.core.task import Task
 from rlvr_envs.core.types import RewardResult
 
@@ -43,38 +44,6 @@ def check_mode(mode: str) -> str:
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     return mode
-
-
-def integer_array(action: Any, what: str, limit: int | None = None) -> np.ndarray:
-    """`action` as a 1-D integer array (its first `limit` values), refusing anything that
-    is not integer token ids.
-
-    Floats, strings and bools are type errors (a silent cast would hide a policy bug);
-    Python ints too large for int64 arrive as object arrays and are kept exact (and checked
-    one by one, so only the `limit` values that count are checked).
-    """
-    tokens = np.asarray(action).reshape(-1)[:limit]
-    if tokens.dtype.kind == "f" and not isinstance(action, np.ndarray):
-        # numpy turns a list mixing small ints with ints of 2**63 or more into floats: keep them exact
-        exact = np.asarray(action, dtype=object).reshape(-1)[:limit]
-        if all(isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)) for t in exact):
-            tokens = exact
-    if tokens.dtype.kind == "O":
-        flat = tokens
-        if not all(isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)) for t in flat):
-            raise TypeError(f"{what} must hold integer token ids, got {[type(t).__name__ for t in flat[:3]]}")
-        return flat
-    if tokens.size and tokens.dtype.kind not in "iu":
-        raise TypeError(f"{what} must hold integer token ids, got dtype {tokens.dtype}")
-    return tokens.reshape(-1)
-
-
-def token_from_action(action: Any) -> int:
-    """The token id of a token-mode action: an integer scalar or a size-1 integer array."""
-    tokens = integer_array(action, "a token-mode action")
-    if tokens.size != 1:
-        raise ValueError(f"a token-mode action is one token id, got {tokens.size} values")
-    return int(tokens[0])
 
 
 def out_of_vocabulary(task: Task, tokens: np.ndarray) -> int | None:

@@ -10,6 +10,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlvr_envs.core.actions import real_array
 from rlvr_envs.simulators.actions import ActionCounts, action_space, as_chunk_batch, sanitize_chunk
 from rlvr_envs.video.pusht.physics import ARENA_SIZE, SUCCESS_COVERAGE
 
@@ -217,7 +218,7 @@ class LearnedPushTSim(gym.Env):
         n = len(frames)
         if n < 1:
             raise ValueError("a start needs at least one frame")
-        chunks = np.zeros((0, self.frame_skip, 2)) if actions is None else np.asarray(actions, dtype=np.float64)
+        chunks = np.zeros((0, self.frame_skip, 2)) if actions is None else real_array(actions, "start actions")
         chunks = chunks.reshape(-1, self.frame_skip, 2) if chunks.size else np.zeros((0, self.frame_skip, 2))
         if len(chunks) != n - 1:
             raise ValueError(f"{n} start frames need {n - 1} action chunks between them; got {len(chunks)}")
