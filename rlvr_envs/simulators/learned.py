@@ -183,6 +183,12 @@ class LearnedPushTSim(gym.Env):
         self.counts = ActionCounts()
         self._reset_env = None
 
+    # -- copies: the real PushT env (pymunk's C objects) is rebuilt on demand, never copied ----
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_reset_env"], state["_reset_done"] = None, False
+        return state
+
     # -- starts ------------------------------------------------------------------------------
     def _real_env(self):
         if self._reset_env is None:
