@@ -7,6 +7,9 @@ import dataclasses
 import json
 from typing import Any
 
+#: what to do when a checkpoint under --resume is damaged or foreign (named in the error)
+RESUME_REMEDY = "delete that checkpoint folder and resume from an earlier one, or drop --resume to start afresh"
+
 
 def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
     """One `--flag-name` per field of `cls`, defaults shown; bools are switches and tuples

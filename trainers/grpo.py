@@ -18,6 +18,7 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
+from rlvr_envs.core.files import check_model_source
 from trainers.common import parse_dataclass_args, parse_env_kwargs
 
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo")
@@ -81,6 +82,8 @@ class Args:
         if sum(map(bool, (self.balance, self.changed_only, self.prompts))) > 1:
             raise ValueError("--balance, --changed-only and --prompts exclude each other (each picks the training "
                              "prompts)")
+        if self.model:
+            check_model_source(self.model, "model (--model)")
         self.kwargs()  # malformed key=value pairs fail here, before any work
         return self
 

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlvr_envs.core.files import check_model_source
 from trainers.common import parse_dataclass_args, parse_env_kwargs
 
 #: from-scratch LLaMA sizes for text world models (compare rlvr_envs.video.world_model.PRESETS)
@@ -88,6 +89,8 @@ class Args:
             raise ValueError("need lr > 0 and lora_r, train_size, max_new_tokens >= 0")
         if self.logging not in ("none", "tensorboard"):
             raise ValueError(f"logging must be 'none' or 'tensorboard', got {self.logging!r}")
+        if self.model:
+            check_model_source(self.model, "model (--model)")
         self.kwargs()
         return self
 
@@ -161,6 +164,21 @@ def last_checkpoint(out: str | Path, resume: bool) -> str | None:
         raise FileExistsError(f"{out} already holds checkpoints (last: {last}); pass --resume to continue that run "
                               f"or choose another --out")
     return last
+
+
+def trim_log_for_resume(out: str | Path, resume_from: str | None) -> None:
+    """Each step once in `out/log.jsonl`: drop what a killed run logged after its checkpoint
+    (run again now) and the evaluation at the checkpoint's step (repeated at the resumed start)."""
+    from rlvr_envs.core.files import keep_log_until, read_json
+    from trainers.common import RESUME_REMEDY
+
+    if not is_main_process():
+        return
+    step = 0
+    if resume_from:
+        state = read_json(Path(resume_from) / "trainer_state.json", "the checkpoint's trainer state", RESUME_REMEDY)
+        step = int(state.get("global_step", 0)) if isinstance(state, dict) else 0
+    keep_log_until(Path(out) / "log.jsonl", step, redone=lambda record: any(k.startswith("eval/") for k in record))
 
 
 def cpu_has_native_bf16(cpuinfo: str | None = None) -> bool:
@@ -321,6 +339,7 @@ def main(args: Args) -> dict[str, Any]:
     trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(train_task, indices),
                          processing_class=train_task.tokenizer, callbacks=[evaluator, JsonlLog(out / "log.jsonl")],
                          peft_config=lora_config(args.lora_r, args.lora_alpha) if args.lora_r > 0 else None)
+    trim_log_for_resume(out, resume_from)
     output = trainer.train(resume_from_checkpoint=resume_from)
 
     results: dict[str, Any] = {"args": dataclasses.asdict(args), "parameters": n_params,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,13 +28,6 @@ class SimContext:
 
     def copy(self) -> "SimContext":
         return SimContext(self.codes.copy(), self.action_tokens.copy(), self.last_target.copy())
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
 
 
 def check_world_model_layout(model_config: dict[str, Any], card: dict[str, Any], vocab, layout, model_name: str,
@@ -133,7 +125,8 @@ class LearnedPushTSim(gym.Env):
         from rlvr_envs.video.layout import SingleStepLayout, VideoVocabulary
         from rlvr_envs.video.sources import pusht_action_bins
         from rlvr_envs.video.task import default_tokenizer_dir, shipped_world_model_dir
-        from rlvr_envs.video.world_model import load_world_model
+        from rlvr_envs.core.files import check_checkpoint_dir, read_json
+        from rlvr_envs.video.world_model import WORLD_MODEL_REMEDY, load_world_model
 
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
@@ -161,14 +154,16 @@ class LearnedPushTSim(gym.Env):
         if model is None or isinstance(model, (str, Path)):
             directory = Path(model or shipped_world_model_dir("single"))
             self.model_name = str(directory)
-            raw = _read_json(directory / "config.json")
-            if not raw:
+            if not (directory / "config.json").is_file():
                 raise FileNotFoundError(f"no world model at {directory} (expected a save_pretrained directory with "
                                         "config.json)")
-            check_world_model_layout(raw, _read_json(directory / "card.json"), self.vocab, self.layout,
-                                     self.model_name, self.tokenizer_name)
+            check_checkpoint_dir(directory, "the world model", WORLD_MODEL_REMEDY)  # config, card, weights whole
+            card_path = directory / "card.json"
+            card = read_json(card_path, "the world model's card") if card_path.is_file() else {}
+            check_world_model_layout(read_json(directory / "config.json", "the world model's config"), card,
+                                     self.vocab, self.layout, self.model_name, self.tokenizer_name)
             self.model = load_world_model(str(directory), device=device)
-            self.card = _read_json(directory / "card.json")
+            self.card = self.model.card
         else:
             self.model, self.model_name, self.card = model, f"<{type(model).__name__} object>", {}
             check_world_model_layout(model.config.to_dict(), {}, self.vocab, self.layout, self.model_name,

@@ -623,19 +623,21 @@ def check_world_model_config(directory: str | Path, task: "VideoPredictionTask")
     """Fail, naming the checkpoint and the tokenizer, when the world model at `directory`
     (its `config.json` only; no weights are read) cannot serve `task`: another vocabulary
     (size or bos/eos/pad ids) or too few positions for prompt + response."""
-    import json
+    from rlvr_envs.core.errors import DataError
+    from rlvr_envs.core.files import read_json
+    from rlvr_envs.video.world_model import WORLD_MODEL_REMEDY
 
     path = Path(directory) / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"no world model at {directory} (expected a save_pretrained directory with "
                                 f"config.json): pass model= {MODEL_HINT}")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        size, ids = raw["vocab_size"], (raw.get("bos_token_id"), raw.get("eos_token_id"), raw.get("pad_token_id"))
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        from rlvr_envs.core.errors import DataError
 
-        raise DataError(f"{path}: not a world model config ({type(exc).__name__}: {exc})") from None
+    raw = read_json(path, "the world model's config", WORLD_MODEL_REMEDY)
+    try:
+        size, ids = raw["vocab_size"], (raw.get("bos_token_id"), raw.get("eos_token_id"), raw.get("pad_token_id"))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise DataError(f"{path}: not a world model config ({type(exc).__name__}: {exc}); "
+                        f"{WORLD_MODEL_REMEDY}") from None
     vocab = task.vocab
     context = f" + {vocab.context_codes} context codes" if vocab.context_codes else ""
     needs = f"{vocab.frame_codes} frame codes{context} + {vocab.action_bins} action bins + bos/eos/pad"
@@ -653,8 +655,6 @@ def check_world_model_config(directory: str | Path, task: "VideoPredictionTask")
 def shipped_world_model(task: "VideoPredictionTask", directory: str | None = None):
     """The world model at `directory`, else the task's `model=`, else (PushT) the shipped MLE
     model for its layout, checked against the task's vocabulary; its model card is `model.card`."""
-    import json
-
     from rlvr_envs.video.world_model import load_world_model
 
     directory = directory or task.config.model
@@ -668,10 +668,7 @@ def shipped_world_model(task: "VideoPredictionTask", directory: str | None = Non
         directory = shipped_world_model_dir(task.config.layout)
     directory = Path(directory)
     check_world_model_config(directory, task)
-    model = load_world_model(str(directory), task.vocab)
-    card = directory / "card.json"
-    model.card = json.loads(card.read_text(encoding="utf-8")) if card.is_file() else {}
-    return model
+    return load_world_model(str(directory), task.vocab)  # its card is model.card
 
 
 def embedded_heldout_dir(episodes: int, resolution: int, seed: int = 10_000) -> str:

@@ -122,17 +122,27 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
     return response.cpu().numpy()
 
 
+#: what to do about a damaged world-model checkpoint (named in every error about one)
+WORLD_MODEL_REMEDY = ("copy the directory again from where it came from, or retrain it "
+                      "(`python -m trainers.train_video_world_model`)")
+
+
 def load_world_model(directory: str, vocab: VideoVocabulary | None = None, device: str = "cpu"):
     """A saved world model (`save_pretrained` directory) in float32, checked against `vocab`."""
     from pathlib import Path
 
     from transformers import LlamaForCausalLM
 
+    from rlvr_envs.core.files import check_checkpoint_dir, read_json
+
     if not (Path(directory) / "config.json").is_file():
         raise FileNotFoundError(f"no world model at {directory} (expected a save_pretrained directory)")
+    check_checkpoint_dir(directory, "the world model", WORLD_MODEL_REMEDY)
     model = LlamaForCausalLM.from_pretrained(directory, torch_dtype=torch.float32).to(device).eval()
     if vocab is not None:
         check_model_vocabulary(model, vocab, f"the world model at {directory}")
+    card = Path(directory) / "card.json"
+    model.card = read_json(card, "the world model's card", WORLD_MODEL_REMEDY) if card.is_file() else {}
     return model
 
 

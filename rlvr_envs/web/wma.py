@@ -44,7 +44,6 @@ import argparse
 import ast
 import dataclasses
 import hashlib
-import json
 import os
 import re
 import warnings
@@ -54,7 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_envs.core.errors import DataError, DownloadError
-from rlvr_envs.core.files import read_json
+from rlvr_envs.core.files import loads_json, read_json
 from rlvr_envs.core.paths import data_root
 
 SUBDIR = "wma"
@@ -204,11 +203,9 @@ def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    yield where, json.loads(line)
-                except json.JSONDecodeError as exc:
-                    yield where, DataError(f"{where}: corrupt JSON ({exc.msg} at column {exc.colno})")
-                except RecursionError:
-                    yield where, DataError(f"{where}: corrupt JSON (nested too deeply)")
+                    yield where, loads_json(line, where, "the JSON line")
+                except DataError as exc:
+                    yield where, exc
     else:
         data = read_json(path, "the WMA records file", "WMA files are UTF-8 JSON: re-export or re-download it")
         if isinstance(data, dict) and isinstance(data.get("data"), list):
