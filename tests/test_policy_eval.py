@@ -11,6 +11,17 @@ import pytest
 from tests.samples import shared_data_or_skip
 
 
+def test_an_undefined_correlation_says_why():
+    from rlvr_envs.policy_eval.metrics import pearson_undefined_reason
+
+    assert "same learned-simulator success rate (0.50)" in pearson_undefined_reason(sim=[0.5, 0.5], real=[0.0, 1.0])
+    both = pearson_undefined_reason(sim=[0.0, 0.0], real=[1.0, 1.0])
+    assert "learned-simulator" in both and "real success rate (1.00)" in both and "no spread" in both
+    assert "at least 2 policies" in pearson_undefined_reason(sim=[0.5], real=[0.5])
+    assert pearson_undefined_reason(sim=[0.1, 0.5], real=[0.2, 0.4]) is None
+    assert pearson_undefined_reason(sim=[0.3, 0.3], real=[0.3, 0.3]) is None  # identical: defined (1.0)
+
+
 def test_metrics_are_keyword_only_and_mmrv_is_asymmetric():
     from rlvr_envs.policy_eval import mmrv, pearson
 
@@ -158,6 +169,6 @@ def test_real2sim_runs_policies_in_both_simulators():
     assert [row["policy"] for row in out["policies"]] == ["random", "function"]
     assert len(out["rollouts"]) == 4 and out["rollouts"][0].frames.shape == (3, 64, 64, 3)
     assert out["rollouts"][2].action_counts["nonfinite"] == 2
-    assert set(out["summary"]) >= {"pearson", "mmrv", "judge_vs_env_agreement"}
+    assert set(out["summary"]) >= {"pearson", "pearson_undefined", "mmrv", "judge_vs_env_agreement"}
     learned.close()
     real.close()

@@ -11,18 +11,38 @@ from typing import Any
 RESUME_REMEDY = "delete that checkpoint folder and resume from an earlier one, or drop --resume to start afresh"
 
 
+def field_help(cls: type) -> dict[str, str]:
+    """Each field's `#:` comment in the dataclass source (on its line or the lines above), its help text."""
+    import inspect
+    import re
+
+    helps: dict[str, str] = {}
+    pending: list[str] = []
+    for line in inspect.getsource(cls).splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#:"):
+            pending.append(stripped[2:].strip())
+            continue
+        match = re.match(r"(\w+)\s*:[^=]*=.*?(?:#:\s*(.*))?$", stripped)
+        if match and match.group(1) not in helps:
+            helps[match.group(1)] = " ".join([*pending, match.group(2) or ""]).strip()
+        pending = []
+    return helps
+
+
 def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
-    """One `--flag-name` per field of `cls`, defaults shown; bools are switches and tuples
-    take one or more values."""
-    defaults = cls()
+    """One `--flag-name` per field of `cls`, with its `#:` comment as help (defaults shown by
+    the parser's formatter); bools are switches and tuples take one or more values."""
+    defaults, helps = cls(), field_help(cls)
     for f in dataclasses.fields(cls):
         flag, default = f"--{f.name.replace('_', '-')}", getattr(defaults, f.name)
+        help_text = (helps.get(f.name) or f.name.replace("_", " ")).replace("%", "%%")  # argparse formats help
         if isinstance(default, bool):
-            parser.add_argument(flag, action="store_true")
+            parser.add_argument(flag, action="store_true", help=help_text)
         elif isinstance(default, tuple):
-            parser.add_argument(flag, nargs="+", default=default)
+            parser.add_argument(flag, nargs="+", default=default, help=help_text)
         else:
-            parser.add_argument(flag, type=type(default), default=default)
+            parser.add_argument(flag, type=type(default), default=default, help=help_text)
 
 
 def dataclass_from_namespace(cls: type, namespace: argparse.Namespace) -> Any:
@@ -30,26 +50,37 @@ def dataclass_from_namespace(cls: type, namespace: argparse.Namespace) -> Any:
     return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in vars(namespace).items() if k in names})
 
 
+def validated(parser: argparse.ArgumentParser, args: Any) -> Any:
+    """`args.validate()` (when the dataclass has one) before any work; a bad value ends as
+    argparse's one-line `error:` with exit code 2, never a traceback."""
+    from pathlib import Path
+
+    from rlvr_envs.core.errors import DataError
+
+    out = getattr(args, "out", None)
+    if isinstance(out, str) and out and Path(out).exists() and not Path(out).is_dir():
+        parser.error(f"argument --out: {out} is a file; pass a folder to write into (new or existing)")
+    if hasattr(args, "validate"):
+        try:
+            args.validate()
+        except (ValueError, TypeError, FileNotFoundError, DataError) as error:
+            parser.error(str(error).splitlines()[0] if str(error) else type(error).__name__)
+    return args
+
+
 def parse_dataclass_args(cls: type, description: str, argv: list[str] | None = None) -> Any:
-    """`cls(**parsed)` from the command line (see `add_dataclass_arguments`)."""
+    """`cls(**parsed)` from the command line (see `add_dataclass_arguments`), validated (`validated`)."""
     parser = argparse.ArgumentParser(description=description,
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_dataclass_arguments(parser, cls)
-    return dataclass_from_namespace(cls, parser.parse_args(argv))
+    return validated(parser, dataclass_from_namespace(cls, parser.parse_args(argv)))
 
 
 def parse_env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
     """`("reward=task", "size=40")` -> {"reward": "task", "size": 40} (values parsed as JSON when they can be)."""
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"env_kwargs entries are key=value, got {pair!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
+    from rlvr_envs.core.arguments import key_value_pairs
+
+    return key_value_pairs(pairs)
 
 
 def command_line(program: str, args: Any) -> str:

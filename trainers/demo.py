@@ -24,6 +24,7 @@ sized for a CPU (larger runs: `python -m trainers.grpo` directly).
 from __future__ import annotations
 
 import json
+import math
 import platform
 import shutil
 import time
@@ -32,6 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rlvr_envs.core.files import strict_json
+from rlvr_envs.core.records import RunRecord, fmt, shortfall_note
 from trainers.common import add_dataclass_arguments, command_line, dataclass_from_namespace, parse_dataclass_args
 
 ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
@@ -57,13 +60,24 @@ class Args:
     threads: int = 2
     tiny: bool = False  #: a smoke run: 2 GRPO steps, 2 training episodes, 4 held-out transitions
 
-    def resolved(self) -> "Args":
+    def validate(self) -> "Args":
         if self.domain not in DOMAINS:
             raise ValueError(f"domain must be one of {DOMAINS}, got {self.domain!r}")
         if self.plan_episodes < 0:
             raise ValueError(f"plan_episodes must be >= 0, got {self.plan_episodes}")
         if self.text_reward not in TEXT_REWARDS:
             raise ValueError(f"text_reward must be one of {TEXT_REWARDS}, got {self.text_reward!r}")
+        if not (math.isfinite(self.grpo_minutes) and self.grpo_minutes > 0):
+            raise ValueError(f"grpo_minutes must be > 0, got {self.grpo_minutes}")
+        for name in ("grpo_steps", "train_episodes", "eval_seeds", "eval_windows", "threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if Path(self.out).exists() and not Path(self.out).is_dir():
+            raise ValueError(f"out: {self.out} is a file; pass a folder to write into")
+        return self
+
+    def resolved(self) -> "Args":
+        self.validate()
         if self.tiny:
             return Args(domain=self.domain, out=self.out, grpo_minutes=self.grpo_minutes, grpo_steps=2,
                         train_episodes=2, eval_seeds=1, eval_windows=4, plan_episodes=min(1, self.plan_episodes),
@@ -226,11 +240,13 @@ def main(args: Args) -> dict:
     if (out / "grpo").exists():  # the demo's own folder: a new demo replaces the last one's GRPO run
         print(f"      replacing the earlier demo's {out / 'grpo'}", flush=True)
         shutil.rmtree(out / "grpo")
+    record = RunRecord.start("rlvr-world demo: GRPO", threads=args.threads)
     grpo_args = grpo.Args(env_id=ENV_ID, env_kwargs=("reward=mae",), out=str(out / "grpo"), steps=args.grpo_steps,
                           max_seconds=60 * args.grpo_minutes, lr=1e-4, train_episodes=args.train_episodes,
                           eval_every=10**9, eval_windows=min(16, args.eval_windows), seed=args.seed,
                           threads=args.threads)
     card = grpo.main(grpo_args)
+    run, shortfall = grpo_run(record, args, card["steps"])
     rlvr = load_world_model(str(out / "grpo"), task.vocab)
 
     print("[4/5] evaluating the RLVR model on the same transitions and seeds", flush=True)
@@ -254,15 +270,15 @@ def main(args: Args) -> dict:
               flush=True)
         results["planning"] = plan_episodes({"mle_base": base, "rlvr": rlvr}, task, args, out)
     results.update(total_seconds=round(time.perf_counter() - started, 1), args=asdict(args),
-                   command=command_line("rlvr-world demo", args),
-                   machine=f"{platform.machine()}, {args.threads} threads, CPU")
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+                   command=command_line("rlvr-world demo", args), machine=machine_line(run), grpo_run=run,
+                   grpo_shortfall=shortfall)
+    (out / "results.json").write_text(json.dumps(strict_json(results), indent=2) + "\n", encoding="utf-8")
     frames_figure(task, indices, {"MLE base": base, "RLVR (GRPO)": rlvr}, out / "frames.png")
     reward_figure(out / "grpo" / "log.jsonl", out / "grpo_reward.png")
     report = (f"# rlvr-world demo\n\n`{results['command']}` on {results['machine']}, "
               f"{results['total_seconds'] / 60:.1f} min in all ({card['steps']} GRPO steps, "
-              f"{card['train_seconds_this_run'] / 60:.1f} min).\n\n{table(results)}\n\n"
-              "![frames](frames.png)\n\n![reward](grpo_reward.png)\n")
+              f"{card['train_seconds_this_run'] / 60:.1f} min).\n\n" + (f"**{shortfall}.**\n\n" if shortfall else "")
+              + f"{table(results)}\n\n![frames](frames.png)\n\n![reward](grpo_reward.png)\n")
     if "planning" in results:
         report += (f"\n## Planning\n\n{planning_table(results['planning'])}\n\n"
                    "GIFs (real rollout | goal | the model's prediction of its first plan): "
@@ -271,14 +287,32 @@ def main(args: Args) -> dict:
     print(table(results))
     if "planning" in results:
         print(planning_table(results["planning"]))
+    if shortfall:
+        print(shortfall)
     print(f"report: {out / 'report.md'}")
     return results
+
+
+def grpo_run(record: RunRecord, args: Args, steps: int) -> tuple[dict, str | None]:
+    """The GRPO phase's run record, and (when the time limit cut it short) the sentence saying so."""
+    run = record.finish()
+    shortfall = shortfall_note("GRPO", args.grpo_steps, steps, run)
+    if shortfall:
+        print(shortfall, flush=True)
+    return run, shortfall
+
+
+def machine_line(run: dict) -> str:
+    """The machine as the report states it: threads asked for and the CPU share GRPO really got."""
+    return (f"{platform.machine()}, CPU, {run['threads']} threads requested, GRPO got {run['cpu_share']:.0%} of them "
+            f"(1-min load average before/after {fmt(run['load_before'])} / {fmt(run['load_after'])})")
 
 
 def add_arguments(parser) -> None:
     """`rlvr-world demo`'s arguments (the CLI adds them only when the command is named)."""
     add_dataclass_arguments(parser, Args)
-    parser.set_defaults(func=lambda namespace: main(dataclass_from_namespace(Args, namespace)) and 0)
+    parser.set_defaults(func=lambda namespace: main(dataclass_from_namespace(Args, namespace)) and 0,
+                        check=lambda namespace: dataclass_from_namespace(Args, namespace).validate())
 
 
 def parse_args(argv: list[str] | None = None) -> Args:

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import json
-import platform
 import shutil
 import time
 from dataclasses import asdict
@@ -70,7 +69,9 @@ def main(args) -> dict[str, Any]:
     from rlvr_envs.integrations import task_from_env_id
     from rlvr_envs.integrations.hf import compare_reports, per_transition_report
     from trainers import grpo
-    from trainers.demo import reward_figure
+    from rlvr_envs.core.files import strict_json
+    from rlvr_envs.core.records import RunRecord
+    from trainers.demo import grpo_run, machine_line, reward_figure
 
     torch.set_num_threads(args.threads)
     out = Path(args.out)
@@ -92,12 +93,14 @@ def main(args) -> dict[str, Any]:
         print(f"      replacing the earlier demo's {out / 'grpo'}", flush=True)
         shutil.rmtree(out / "grpo")
     size = ("size=16",) if args.tiny else ()
+    record = RunRecord.start("rlvr-world demo --domain text: GRPO", threads=args.threads)
     card = grpo.main(grpo.Args(env_id=env_id, env_kwargs=size, model=str(base_dir), out=str(out / "grpo"),
                                steps=args.grpo_steps, max_seconds=60 * args.grpo_minutes, balance=True,
                                eval_every=10**9, eval_windows=4, checkpoint_every=max(10, args.grpo_steps // 4),
                                seed=args.seed, threads=args.threads,
                                **{**GRPO, **({"max_completion_len": 16} if args.tiny else {})}))
 
+    run, shortfall = grpo_run(record, args, card["steps"])
     print("[4/4] evaluating the RLVR model on the same transitions", flush=True)
     scores["rlvr"] = evaluate(Path(card["final_model"]), task, indices)
     baseline = task.verify_text(indices, [task.unchanged_answer(i) for i in indices])
@@ -110,14 +113,14 @@ def main(args) -> dict[str, Any]:
     results["baseline"]["vs_sft"] = compare_reports(scores["sft"], results["baseline"], changed)
     results.update(total_seconds=round(time.perf_counter() - started, 1), args=asdict(args),
                    command=command_line("rlvr-world demo", args), model=str(base_dir),
-                   machine=f"{platform.machine()}, {args.threads} threads, CPU")
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+                   machine=machine_line(run), grpo_run=run, grpo_shortfall=shortfall)
+    (out / "results.json").write_text(json.dumps(strict_json(results), indent=2) + "\n", encoding="utf-8")
     reward_figure(out / "grpo" / "log.jsonl", out / "grpo_reward.png", ylabel=f"reward ({args.text_reward})")
     report = (f"# rlvr-world demo --domain text\n\n`{results['command']}` on {results['machine']}, "
               f"{results['total_seconds'] / 60:.1f} min in all ({card['steps']} GRPO steps, "
               f"{card['seconds'] / 60:.1f} min; {100 * card['frac_zero_spread_groups']:.0f}% of groups had no "
               f"reward spread). Greedy answers to {len(indices)} held-out {env_id} transitions.\n\n"
-              f"{table(results)}\n\n![reward](grpo_reward.png)\n")
+              + (f"**{shortfall}.**\n\n" if shortfall else "") + f"{table(results)}\n\n![reward](grpo_reward.png)\n")
     (out / "report.md").write_text(report, encoding="utf-8")
     print(table(results))
     print(f"report: {out / 'report.md'}")

@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from rlvr_envs.core.arguments import output_dir
 from rlvr_envs.core.errors import DataError, DownloadError
 from rlvr_envs.core.files import loads_json, read_json
 from rlvr_envs.core.paths import data_root
@@ -257,7 +258,8 @@ def load_rules(data_dir: str | os.PathLike | None) -> dict[str, dict[str, str]]:
 # -- download command -------------------------------------------------------------------
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", default=None, help="data root (default: $RLVR_WORLD_DATA or ~/.cache/rlvr_world)")
+    parser.add_argument("--data-dir", type=output_dir, default=None,
+                        help="data root (None: $RLVR_WORLD_DATA or ~/.cache/rlvr_world)")
     parser.add_argument("--no-train", action="store_true", help="skip the large train split")
     parser.add_argument("--source", default=SOURCE, help="base URL of a mirror with the same layout")
 

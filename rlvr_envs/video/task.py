@@ -205,14 +205,12 @@ def _lpips_or_explain(config: VideoTaskConfig):
     from rlvr_envs.video import metrics
 
     try:
-        return metrics.load_lpips(config.lpips_net, random_backbone_seed=config.lpips_random_backbone_seed,
-                                  allow_download=False)
+        # torchvision fetches the trunk into its own cache where the network allows (once per machine)
+        return metrics.load_lpips(config.lpips_net, random_backbone_seed=config.lpips_random_backbone_seed)
     except metrics.LPIPSWeightsUnavailable as exc:
         raise metrics.LPIPSWeightsUnavailable(
-            f"reward='l1_lpips' needs the real LPIPS trunk ({config.lpips_net}): {exc}. Put the torchvision "
-            f"weights at {metrics.trunk_checkpoint_path(config.lpips_net)}, or use reward='mae' (the paper's "
-            f"MAE-only setting), or opt into a random trunk with lpips_random_backbone_seed=0 (tests only)"
-        ) from None
+            f"reward='l1_lpips' needs the real LPIPS trunk: {str(exc).rstrip('.')}; or use reward='mae' (the "
+            f"paper's MAE-only setting)") from None
 
 
 class VideoPredictionTask(Task):

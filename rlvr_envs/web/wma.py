@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlvr_envs.core.arguments import output_dir
 from rlvr_envs.core.errors import DataError, DownloadError
 from rlvr_envs.core.files import loads_json, read_json
 from rlvr_envs.core.paths import data_root
@@ -395,8 +396,9 @@ def availability(data_dir: str | os.PathLike | None = None) -> tuple[bool, str]:
 # -- download command -----------------------------------------------------------------------
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", default=None, help="data root (default: $RLVR_WORLD_DATA or ~/.cache/rlvr_world)")
-    parser.add_argument("--repo", default=DEFAULT_REPO, help=f"Hugging Face dataset id (default {DEFAULT_REPO})")
+    parser.add_argument("--data-dir", type=output_dir, default=None,
+                        help="data root (None: $RLVR_WORLD_DATA or ~/.cache/rlvr_world)")
+    parser.add_argument("--repo", default=DEFAULT_REPO, help="Hugging Face dataset id")
     parser.add_argument("--revision", default=None, help="dataset revision (branch, tag or commit)")
 
 
