@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
 import time
 from collections.abc import Callable
@@ -220,6 +218,9 @@ def main() -> None:
 
     import rlvr_envs  # noqa: F401  (registers the ids)
 
+    from rlvr_envs.core.records import RunRecord
+
+    record = RunRecord.start("python -m benchmarks.hostile_inputs", threads=1)
     envs = {name: gym.make(f"RLVRWorld/{name}-v0", size=64) for name in ("MiniTextWorld", "MiniWeb")}
     tasks = {name: env.unwrapped.task for name, env in envs.items()}
     rows: list[dict] = []
@@ -244,9 +245,9 @@ def main() -> None:
         "worst_dataset_build": {k: worst_tree[k] for k in ("case", "seconds")},
         "normal_throughput": normal,
         "cases": rows,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
-                   f"{platform.python_version()}, CPU only, single process (the machine may be shared with other "
-                   f"jobs; hostile cases are timed once, cold)",
+        "run": record.finish(),
+        "note": record.note() + "; single process, hostile cases timed once, cold",
+        "machine": record.note(),  # what the README's generated section quotes
         "command": "python -m benchmarks.hostile_inputs " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"),
     }
@@ -254,7 +255,13 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2, default=str) + "\n")
 
-    lines = ["# Hostile inputs", "", f"Measured by `{result['command']}` on {result['machine']}.", "",
+    refused = [r for r in rows if r["kind"] == "action" and r["outcome"] in ("TypeError", "ValueError")]
+    wrong = [r for r in rows if r["kind"] == "action" and r["outcome"] != r["expected"]]
+    outside = [r for r in rows if r["kind"] == "text" and not r["min"] <= r["reward"] <= r["max"]]
+    lines = ["# Hostile inputs", "", f"Measured by `{result['command']}`; {result['note']}.", "",
+             f"**{len(wrong)} actions with an outcome other than the documented one; {len(refused)} refused at the "
+             f"door by type** (TypeError: not integer token ids; ValueError: not 1-D); {len(outside)} hostile "
+             f"responses scored outside [min, max].", "",
              f"**Worst case per response: {worst['seconds'] * 1e3:,.0f} ms** ({worst['case']}, {worst['target']}); "
              f"worst dataset-build case: {worst_tree['seconds']:.2f} s ({worst_tree['case']}).", "",
              "| normal answers (`task.verify` on token ids) | responses/s | µs/response | mean tokens |",

@@ -53,8 +53,10 @@ def out_of_vocabulary(task: Task, tokens: np.ndarray) -> int | None:
     if tokens.dtype.kind == "O":
         bad = [int(t) for t in tokens if not 0 <= int(t) < task.vocab_size]
         return bad[0] if bad else None
+    if tokens.max() < task.vocab_size and (tokens.dtype.kind == "u" or tokens.min() >= 0):
+        return None  # the common case: two reductions, no temporary arrays
     outside = (tokens >= task.vocab_size) if tokens.dtype.kind == "u" else (tokens < 0) | (tokens >= task.vocab_size)
-    return int(tokens[int(outside.argmax())]) if outside.any() else None
+    return int(tokens[int(outside.argmax())])
 
 
 class Episode:
@@ -109,9 +111,10 @@ class Episode:
             raise RuntimeError("step() called on a finished episode; call reset() first")
         task = self.task
         tokens = integer_array(action, "a sequence-mode action", task.max_response_len)
-        is_eos = tokens == task.eos_token_id
-        if is_eos.any():
-            tokens = tokens[: int(is_eos.argmax())]
+        if tokens.size:
+            first = int((tokens == task.eos_token_id).argmax())  # 0 when there is none: checked below
+            if tokens[first] == task.eos_token_id:
+                tokens = tokens[:first]
         self.done = True
         bad = out_of_vocabulary(task, tokens)
         if bad is not None:

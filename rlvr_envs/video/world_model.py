@@ -10,6 +10,7 @@ per action, so the model never has to (and never can) write an action.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -96,6 +97,37 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
     sequence = prompts.to(device)
     out = model(input_ids=sequence, use_cache=use_cache)
     past, logits = _kv_cache(out), out.logits[:, -1]
+    with decode_threads(batch if use_cache and device.type == "cpu" else None):
+        return _decode(model, prompts, layout, actions, forced, past, logits, temperature, top_k, generator,
+                       use_cache)
+
+
+#: on CPU, cached decoding of fewer sequences than this runs on one thread (see `decode_threads`)
+SMALL_DECODE_BATCH = 8
+
+
+@contextlib.contextmanager
+def decode_threads(batch: int | None):
+    """One intra-op thread while decoding a small batch on CPU: each forward then holds a handful
+    of tokens, too little work to split, and the threads' synchronisation dominates. Measured on
+    the PushT learned simulator (batch 1, 4-layer model, 2 cores shared with other jobs): 2
+    threads 11 s per step, most of it in tiny `torch.cat`s and attention calls waiting for a
+    descheduled thread; 1 thread 0.7 s (benchmarks/results/learned_sim_step.md)."""
+    if batch is None or batch >= SMALL_DECODE_BATCH or torch.get_num_threads() == 1:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _decode(model, prompts, layout, actions, forced, past, logits, temperature, top_k, generator,
+            use_cache) -> np.ndarray:
+    """The response positions after the prompt's forward: sampled frame codes, forced actions."""
+    batch, device = prompts.shape[0], logits.device
     response = torch.empty((batch, layout.response_len), dtype=torch.long, device=device)
     position, action_used = 0, 0
     while position < layout.response_len:
