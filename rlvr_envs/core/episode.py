@@ -129,9 +129,12 @@ class Episode:
     def write_observation(self, prompt: np.ndarray, prompt_len: np.ndarray, response: np.ndarray,
                           response_len: np.ndarray) -> None:
         """Fill one observation row (of a single env or of a batch) in place."""
-        prompt[:], prompt_len[:] = self.task.padded_prompt(self.index)
+        padded, length = self.task.padded_prompt(self.index)
+        prompt[:] = padded
+        prompt_len[0] = length[0]
         n = min(len(self.response), len(response))
-        response[:n] = self.response[:n]
+        if n:
+            response[:n] = self.response[:n]
         response[n:] = self.task.pad_token_id
         response_len[0] = n
 
