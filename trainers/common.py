@@ -30,13 +30,22 @@ def field_help(cls: type) -> dict[str, str]:
     return helps
 
 
+#: help for fields that many trainers share, when their dataclass gives none
+COMMON_HELP = {"out": "output folder", "seed": "random seed", "threads": "torch threads", "steps": "training steps",
+               "lr": "learning rate", "batch_size": "examples per optimizer step", "env_id": "a registered env id",
+               "resume": "continue the run in --out from its last checkpoint", "model": "a save_pretrained directory",
+               "preset": "model size preset", "eval_every": "evaluate every this many steps",
+               "checkpoint_every": "save a checkpoint every this many steps"}
+
+
 def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
     """One `--flag-name` per field of `cls`, with its `#:` comment as help (defaults shown by
     the parser's formatter); bools are switches and tuples take one or more values."""
     defaults, helps = cls(), field_help(cls)
     for f in dataclasses.fields(cls):
         flag, default = f"--{f.name.replace('_', '-')}", getattr(defaults, f.name)
-        help_text = (helps.get(f.name) or f.name.replace("_", " ")).replace("%", "%%")  # argparse formats help
+        help_text = helps.get(f.name) or COMMON_HELP.get(f.name) or f.name.replace("_", " ")
+        help_text = help_text.replace("%", "%%")  # argparse formats help strings
         if isinstance(default, bool):
             parser.add_argument(flag, action="store_true", help=help_text)
         elif isinstance(default, tuple):

@@ -30,13 +30,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("--planners", type=planner_list, default="base,random,true_sim",
                         help=f"comma-separated, of {','.join(PLANNERS)} (rlvr needs --rlvr-model)")
-    parser.add_argument("--base-model", type=existing_dir, default=None, help="base world model dir (default: the shipped MLE model)")
+    parser.add_argument("--base-model", type=existing_dir, default=None,
+                        help="base world model dir (None: the shipped MLE model)")
     parser.add_argument("--rlvr-model", type=existing_dir, default=None, help="RLVR-trained world model dir")
-    parser.add_argument("--tokenizer", type=existing_dir, default=None, help="frame tokenizer dir (default: the shipped one)")
-    parser.add_argument("--data", type=existing_dir, default=None, help="held-out PushT episodes dir (default: the embedded set)")
+    parser.add_argument("--tokenizer", type=existing_dir, default=None,
+                        help="frame tokenizer dir (None: the shipped one)")
+    parser.add_argument("--data", type=existing_dir, default=None,
+                        help="held-out PushT episodes dir (None: the embedded set)")
     parser.add_argument("--heldout-episodes", type=at_least(1), default=12, help="size of the embedded held-out set")
     parser.add_argument("--episodes", type=at_least(1), default=50, help="planning episodes (goals)")
-    parser.add_argument("--offset", type=at_least(1), default=25, help="simulator steps from start to goal (DINO-WM 25)")
+    parser.add_argument("--offset", type=at_least(1), default=25,
+                        help="simulator steps from start to goal (DINO-WM 25)")
     parser.add_argument("--history", type=at_least(0), default=0,
                         help="recorded frames before the start the planners see (a frame every chunk, and the "
                              "chunks between them): a learned simulator's first plan then starts from real motion "
@@ -48,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--init-std", type=real_at_least(0.0, strictly=True), default=60.0,
                         help="CEM initial standard deviation (px)")
     parser.add_argument("--rounds", type=at_least(1), default=2, help="plans per episode (MPC)")
-    parser.add_argument("--execute", type=at_least(1), default=None, help="chunks executed per plan (default: all)")
+    parser.add_argument("--execute", type=at_least(1), default=None, help="chunks executed per plan (None: all)")
     parser.add_argument("--objective", default="pixels", choices=OBJECTIVES,
                         help="distance of the predicted final frame to the goal image: pixels, pixels and "
                              "blurred copies (distance keeps growing once objects no longer overlap), the "

@@ -24,12 +24,16 @@ from rlvr_envs.core.files import strict_json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", type=existing_dir, default=None, help="world model dir (default: the shipped MLE model)")
-    parser.add_argument("--tokenizer", type=existing_dir, default=None, help="frame tokenizer dir (default: the shipped one)")
-    parser.add_argument("--data", type=existing_dir, default=None, help="held-out PushT episodes dir (default: the embedded set)")
+    parser.add_argument("--model", type=existing_dir, default=None,
+                        help="world model dir (None: the shipped MLE model)")
+    parser.add_argument("--tokenizer", type=existing_dir, default=None,
+                        help="frame tokenizer dir (None: the shipped one)")
+    parser.add_argument("--data", type=existing_dir, default=None,
+                        help="held-out PushT episodes dir (None: the embedded set)")
     parser.add_argument("--heldout-episodes", type=at_least(1), default=12, help="size of the embedded held-out set")
     parser.add_argument("--starts", type=at_least(1), default=10, help="start states per policy")
-    parser.add_argument("--lead", type=at_least(0), default=60, help="start this many simulator steps before an episode's end")
+    parser.add_argument("--lead", type=at_least(0), default=60,
+                        help="start this many simulator steps before an episode's end")
     parser.add_argument("--max-steps", type=at_least(1), default=20, help="chunks (of 5 simulator steps) per rollout")
     parser.add_argument("--noise", type=number_list(0.0), default="0,10,25,50", help="pixel-expert noise levels (px)")
     parser.add_argument("--success", default="any", choices=("any", "final"),
