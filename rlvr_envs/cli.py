@@ -30,7 +30,11 @@ APPLICATION_COMMANDS = {
 def recorded_command(program: str, args: argparse.Namespace) -> str:
     """The command line that reproduces a parsed application command (for results files):
     every option with a value, flags only when set; the parser's own fields left out."""
-    flags = [f"--{key.replace('_', '-')}" + ("" if value is True else f" {value}")
+    def shown(value) -> str:  # list values (e.g. --noise 0,10,25) as they are typed
+        return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value) \
+            if isinstance(value, (list, tuple)) else str(value)
+
+    flags = [f"--{key.replace('_', '-')}" + ("" if value is True else f" {shown(value)}")
              for key, value in vars(args).items()
              if key not in ("func", "command", "check") and value is not None and value is not False]
     return " ".join([program, *flags])

@@ -76,3 +76,13 @@ def test_every_option_has_help_text_and_its_default_in_help():
                     and not action.required and action.help:
                 assert "(default:" in text, f"{name}: defaults are not shown"
     assert not missing, f"options without help text: {missing}"
+
+
+def test_recorded_command_reproduces_parsed_list_values():
+    from rlvr_envs.cli import build_parser, recorded_command
+
+    args = build_parser(["policy-eval"]).parse_args(["policy-eval", "--noise", "0,12.5", "--out", str(SCRATCH)])
+    command = recorded_command("rlvr-world policy-eval", args)
+    assert "--noise 0,12.5 " in command
+    again = build_parser(["policy-eval"]).parse_args(["policy-eval", *command.split()[1:]])
+    assert again.noise == args.noise == (0.0, 12.5)
