@@ -120,7 +120,7 @@ class Episode:
         if bad is not None:
             self._reject(bad)
         else:
-            self.response = tokens.astype(np.int64).tolist()
+            self.response = tokens.tolist()  # Python ints for every integer dtype (and object arrays of ints)
 
     def rejected_result(self) -> RewardResult:
         """The result of an episode ended by an invalid action (no verification needed)."""
