@@ -84,5 +84,5 @@ def test_recorded_command_reproduces_parsed_list_values():
     args = build_parser(["policy-eval"]).parse_args(["policy-eval", "--noise", "0,12.5", "--out", str(SCRATCH)])
     command = recorded_command("rlvr-world policy-eval", args)
     assert "--noise 0,12.5 " in command
-    again = build_parser(["policy-eval"]).parse_args(["policy-eval", *command.split()[1:]])
+    again = build_parser(["policy-eval"]).parse_args(command.split()[1:])  # drop "rlvr-world"
     assert again.noise == args.noise == (0.0, 12.5)
