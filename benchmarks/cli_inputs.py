@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rlvr_envs.core.records import RunRecord
+from rlvr_envs.core.records import RunRecord, note
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS / "cli_inputs"), help="results path without suffix")
     parser.add_argument("--only", default="", help="run only the cases whose name contains this text")
     args = parser.parse_args(argv)
-    record = RunRecord.start("python -m benchmarks.cli_inputs", threads=1, argv=argv)
+    record = RunRecord("python -m benchmarks.cli_inputs", args, threads=1)
     scratch = scratch_dir()
     rows = {}
     for name, case in cases(scratch).items():
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{rows[name]['outcome']:>9}  {rows[name]['seconds']:5.1f} s  {name}: {rows[name]['error']}")
     run = record.finish()
     result = {"command": "python -m benchmarks.cli_inputs" + (f" --only {args.only}" if args.only else ""),
-              "run": run, "note": record.note(),
+              "run": run, "note": note(run),
               "counts": {"cases": len(rows), "refused": sum(r["outcome"] == "refused" for r in rows.values()),
                          "tracebacks": sum(r["traceback"] for r in rows.values()),
                          "accepted": sum(r["accepted"] for r in rows.values())},

@@ -26,7 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 import rlvr_envs  # noqa: F401  (registers the RLVRWorld ids)
-from rlvr_envs.core.records import RunRecord
+from rlvr_envs.core.records import RunRecord, note
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS / "env_overhead"))
     args = parser.parse_args()
     kwargs = {k: v for k, v in {"data_dir": args.data_dir, "split": args.split}.items() if v is not None}
-    record = RunRecord.start("python -m benchmarks.env_overhead", threads=1)
+    record = RunRecord("python -m benchmarks.env_overhead", args, threads=1)
 
     env = gym.make(args.env_id, **kwargs)
     task = env.unwrapped.task
@@ -147,11 +147,10 @@ def main() -> None:
         "looped_single_envs_responses_per_s": n_batches * batch / t_looped,
         "batched_speedup": t_looped / t_batched,
         "run": record.finish(),
-        "note": record.note(),
-        "machine": record.note(),  # what the README's generated section quotes
         "command": "python -m benchmarks.env_overhead " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out" and v is not None),
     }
+    result["note"] = note(result["run"])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")

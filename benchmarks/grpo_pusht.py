@@ -48,10 +48,11 @@ def evaluate_models(models: dict[str, str], args) -> dict:
     """Per-transition metrics of every model on the same transitions and sampling seeds."""
     import torch
 
-    from rlvr_envs.video.evaluation import (held_out_indices, paired_difference, score_baselines, score_world_model,
+    from baselines.video import score_baselines
+    from rlvr_envs.video.evaluation import (held_out_indices, paired_difference, score_world_model,
                                             summarize)
     from rlvr_envs.video.world_model import load_world_model
-    from trainers.grpo import Args as GRPOArgs
+    from trainers.grpo_config import GRPOConfig as GRPOArgs
     from trainers.grpo_video import build_held_out
 
     torch.set_num_threads(args.threads)

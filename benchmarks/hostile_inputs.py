@@ -218,9 +218,9 @@ def main() -> None:
 
     import rlvr_envs  # noqa: F401  (registers the ids)
 
-    from rlvr_envs.core.records import RunRecord
+    from rlvr_envs.core.records import RunRecord, note
 
-    record = RunRecord.start("python -m benchmarks.hostile_inputs", threads=1)
+    record = RunRecord("python -m benchmarks.hostile_inputs", args, threads=1)
     envs = {name: gym.make(f"RLVRWorld/{name}-v0", size=64) for name in ("MiniTextWorld", "MiniWeb")}
     tasks = {name: env.unwrapped.task for name, env in envs.items()}
     rows: list[dict] = []
@@ -246,11 +246,10 @@ def main() -> None:
         "normal_throughput": normal,
         "cases": rows,
         "run": record.finish(),
-        "note": record.note() + "; single process, hostile cases timed once, cold",
-        "machine": record.note(),  # what the README's generated section quotes
         "command": "python -m benchmarks.hostile_inputs " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"),
     }
+    result["note"] = note(result["run"]) + "; single process, hostile cases timed once, cold"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2, default=str) + "\n")

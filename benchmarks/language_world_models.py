@@ -9,7 +9,7 @@ compared with the first on the same transitions (mean paired difference of the r
 exact accuracy on the changed and on the unchanged transitions, each with a paired t-test).
 Models named `NAME_seedK` (training seeds of one recipe) are also summarised as a group: mean
 and spread over seeds. Text games also get the "nothing changes" answer as a baseline row
-(`task.unchanged_answer`): it is right on every unchanged transition, so only accuracy on
+(`baselines.text.nothing_changes`): it is right on every unchanged transition, so only accuracy on
 changed transitions shows whether a model learned the dynamics. With `--samples K` each model
 also samples K answers per transition (`--temperature`), and the report adds pass@K and
 per-sample accuracy: what a model reaches beyond its greedy answer (the headroom RL can
@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from baselines.text import nothing_changes
 from rlvr_envs.integrations.hf import compare_reports
 
 
@@ -215,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from tqdm.auto import tqdm
 
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from rlvr_envs.integrations.hf import per_transition_report
     from trainers.common import parse_env_kwargs
     from trainers.sft import model_tokenizer_kwargs, split_kwargs
@@ -243,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     changed = [task.transition(i).changed for i in indices]
     baselines: dict[str, dict[str, Any]] = {}
     if hasattr(task, "unchanged_answer"):
-        results = task.verify_text(indices, [task.unchanged_answer(i) for i in indices])
+        results = nothing_changes(task, indices)
         baselines["nothing_changes"] = per_transition_report(task, indices, results)
     reference = next(iter(reports.values()))
     for name, other in [*list(reports.items())[1:], *baselines.items()]:

@@ -59,7 +59,7 @@ def main(argv=None) -> int:
     import torch
     from tqdm.auto import tqdm
 
-    from rlvr_envs.policy_eval.pusht_judge import read_objects
+    from rlvr_envs.video.pusht.judge import read_objects
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
     from rlvr_envs.video.pusht import PushTEpisodeDataset, cem_like_targets
     from rlvr_envs.video.task import embedded_heldout_dir, skip_frames

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from rlvr_envs.core.arguments import at_least
-from rlvr_envs.core.records import RunRecord
+from rlvr_envs.core.records import RunRecord, note
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BOUND_S = 1.0
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     ids = [env_id for env_id in SIMULATORS if "LearnedSim" in env_id]
-    record = RunRecord.start("python -m benchmarks.learned_sim_step", threads=args.threads, argv=argv)
+    record = RunRecord("python -m benchmarks.learned_sim_step", args, threads=args.threads)
     rows = {}
     for env_id in ids:
         env = gym.make(env_id).unwrapped
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         env.close()
     run = record.finish()
     result = {"command": "python -m benchmarks.learned_sim_step" + ("" if not argv else " " + " ".join(argv)),
-              "threads": args.threads, "run": run, "note": record.note(), "ids": rows, "two_thread_decode": old}
+              "threads": args.threads, "run": run, "note": note(run), "ids": rows, "two_thread_decode": old}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")

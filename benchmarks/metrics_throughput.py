@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from rlvr_envs.core.records import RunRecord
 
-    record = RunRecord.start("python -m benchmarks.metrics_throughput", threads=torch.get_num_threads(), argv=argv)
+    record = RunRecord("python -m benchmarks.metrics_throughput", args, threads=torch.get_num_threads())
     results = []
     for resolution, frames in DEFAULT_SIZES.items():
         height, width = (int(v) for v in resolution.split("x"))
@@ -184,8 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         },
         "lpips_net": model.net,
         "lpips_backbone": model.backbone,
-        "run": record.finish(),
-        "load_average": {"before": record.load_before, "after": record.load_after},
+        "run": (run := record.finish()),
+        "load_average": {"before": run["load"]["before"], "after": run["load"]["after"]},
         "results": results,
     }
     out = Path(args.out or RESULTS / ("metrics_throughput.json" if args.net == "vgg" else

@@ -35,7 +35,7 @@ def main(argv=None) -> int:
 
     from tqdm.auto import tqdm
 
-    from rlvr_envs.policy_eval.pusht_judge import judge_frame, pose_error
+    from rlvr_envs.video.pusht.judge import judge_frame, pose_error
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
 

@@ -1,15 +1,17 @@
-"""README's Results block, generated from the committed benchmark results.
+"""The results pages, generated from the committed benchmark results: docs/results.md (every
+measured result, with its command and file) and README's summary (the goals table).
 
-    python -m benchmarks.readme_results           # rewrite README.md between the results markers
-    python -m benchmarks.readme_results --check   # exit 1 with a unified diff when README is stale
+    python -m benchmarks.readme_results           # rewrite both between their markers
+    python -m benchmarks.readme_results --check   # exit 1 with a unified diff when either is stale
 
 Every number in the block is read from a JSON file under benchmarks/results/ (a few
 descriptive ones from the shipped models' `card.json`) and formatted here; the sentences
 that compare numbers ("beats", "not met") are decided from those numbers too. Each
 subsection names its results file and the command that wrote it (the file's own `command`
 field); a subsection whose file is absent says "not yet measured" and which command writes
-it. Only the text between `<!-- results -->` and `<!-- /results -->` is touched.
-tests/test_readme_results.py keeps README in sync with `render()`.
+it. Only the text between `<!-- results -->` and `<!-- /results -->` (docs/results.md) and
+between `<!-- results-summary -->` and `<!-- /results-summary -->` (README.md) is touched.
+tests/test_readme_results.py fails when either page is stale.
 """
 
 from __future__ import annotations
@@ -26,12 +28,16 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
+from rlvr_envs.core.paths import ASSETS
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"  #: read at call time, so tests can point it elsewhere
-ASSETS = ROOT / "rlvr_envs" / "assets" / "video"  #: the shipped models' cards
+VIDEO_ASSETS = ASSETS / "video"  #: the shipped models' cards
 README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "results.md"  #: every result; README carries the summary
 SHOWN = "benchmarks/results"  #: how a results path is written in README, whatever RESULTS is
 START, END = "<!-- results -->", "<!-- /results -->"
+SUMMARY_START, SUMMARY_END = "<!-- results-summary -->", "<!-- /results-summary -->"
 NOT_MEASURED = "not yet measured"
 WIDTH = 95  #: prose is wrapped like the rest of README; tables, pictures and comments are not
 
@@ -114,7 +120,13 @@ def _table(header: list[str], align: list[str], rows: list[list[str]]) -> str:
 
 
 def _machine(data: dict) -> str:
-    """A results file's machine, as one string (metrics_throughput records a dict)."""
+    """A results file's machine, as one string: from its run record (`rlvr_envs.core.records`,
+    the one format new runs write), else the older per-script fields (metrics_throughput: a dict)."""
+    run = data.get("run")
+    if isinstance(run, dict) and run.get("machine"):
+        load = run.get("load") or {}
+        busy = f" (shared: load {load.get('before')} -> {load.get('after')})" if load.get("busy") else ""
+        return f"{run['machine']}{busy}"
     machine = data.get("machine", "")
     if isinstance(machine, dict):
         parts = [machine.get("cpu"), f"{machine['cpu_count']} cores" if "cpu_count" in machine else None,
@@ -133,7 +145,7 @@ def load(relative: str) -> dict | None:
 
 def card(model: str) -> dict:
     """A shipped model's card.json ({} when absent)."""
-    path = ASSETS / model / "card.json"
+    path = VIDEO_ASSETS / model / "card.json"
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
@@ -195,6 +207,10 @@ def _demo(files: list[dict]) -> str:
             f"p = {_p(greedy['vs_base']['mae']['p'])}), sampled SSIM {base['sampled']['ssim']:.3f} -> "
             f"{sampled['ssim']:.3f}; copying the last frame's tokens scores {copy['mae']:.5f}, the tokenizer's "
             f"ceiling {ceiling['mae']:.5f}.")
+    load = d.get("run", {}).get("load", {})
+    if load.get("busy"):
+        text += (f" The machine was shared while it ran (1-minute load {load['before']} before, {load['after']} "
+                 "after), so its times are upper bounds.")
     if "planning" in d:
         plan, cem = d["planning"]["planners"], d["planning"]["cem"]
         shown = "; ".join(f"{name} {s['successes']}/{s['episodes']} (final position error {s['position_error']:.0f} px)"
@@ -204,7 +220,7 @@ def _demo(files: list[dict]) -> str:
                  f"{shown}; too few episodes to rank the models (the 50-episode comparison is below).")
     if (RESULTS / folder / "frames.png").is_file():
         text += (" Real next frames (top) and greedy predictions of the MLE base and the RLVR model:\n\n"
-                 f"![PushT: real vs predicted next frames, MLE base vs RLVR]({SHOWN}/{folder}/frames.png)")
+                 f"![PushT: real vs predicted next frames, MLE base vs RLVR](../{SHOWN}/{folder}/frames.png)")
     return text
 
 
@@ -1160,7 +1176,7 @@ def _planning_tables() -> list[tuple[str, dict]]:
     return out
 
 
-def _goals() -> str:
+def _goals(where: str = "the subsections below give every run") -> str:
     """One row per numeric goal the issues set, read from the same files as the subsections below;
     empty when none of them is measured."""
     rows = []
@@ -1210,8 +1226,7 @@ def _goals() -> str:
                      _shown("pusht_success_judge.json")])
     if not rows:
         return ""
-    return ("**Where the issues' numeric goals stand** (each row read from the file it names; the subsections "
-            "below give every run):\n\n"
+    return (f"**Where the issues' numeric goals stand** (each row read from the file it names; {where}):\n\n"
             + _table(["goal", "measured", "target", "verdict", "file"], ["---", "---", "---", "---", "---"], rows))
 
 
@@ -1236,49 +1251,62 @@ def _wrap(text: str) -> str:
 
 
 def render() -> str:
-    """The whole Results block (the text between the markers, after the opening marker's newline)."""
+    """The whole Results block of docs/results.md (the text between the markers, after the opening marker's newline)."""
     parts = [_preamble(), _goals(), *(section.render() for section in SECTIONS)]
     return "\n\n".join(_wrap(part) for part in parts if part) + "\n"
 
 
-def _split(readme: str) -> tuple[str, str, str]:
+def render_summary() -> str:
+    """README's results summary: the goals table, pointing at docs/results.md for every run."""
+    goals = _goals("[docs/results.md](docs/results.md) gives every run, with its command and file")
+    return _wrap(goals or f"Results: {NOT_MEASURED}; see [docs/results.md](docs/results.md).") + "\n"
+
+
+def _split(readme: str, start_marker: str = START, end_marker: str = END) -> tuple[str, str, str]:
     """(before and including the opening marker's line, the block, from the closing marker on)."""
-    start = readme.index(START) + len(START)
+    start = readme.index(start_marker) + len(start_marker)
     if readme[start:start + 1] == "\n":
         start += 1
-    end = readme.find(END, start)
+    end = readme.find(end_marker, start)
     if end < 0:  # no closing marker yet: the block runs to the next section or the end
         heading = re.search(r"^## ", readme[start:], flags=re.MULTILINE)
         end = start + heading.start() if heading else len(readme)
-        return readme[:start], readme[start:end], END + "\n" + readme[end:]
+        return readme[:start], readme[start:end], end_marker + "\n" + readme[end:]
     return readme[:start], readme[start:end], readme[end:]
 
 
-def updated(readme: str) -> str:
-    before, _, after = _split(readme)
-    return before + render() + after
+def updated(text: str, start_marker: str = START, end_marker: str = END, body: Callable[[], str] = render) -> str:
+    before, _, after = _split(text, start_marker, end_marker)
+    return before + body() + after
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--check", action="store_true", help="exit 1 with a diff when README is out of date")
-    parser.add_argument("--readme", default=str(README))
+    parser.add_argument("--check", action="store_true", help="exit 1 with a diff when a page is out of date")
+    parser.add_argument("--page", default=str(PAGE), help="the results page (every result)")
+    parser.add_argument("--readme", default=str(README), help="the README holding the summary")
     args = parser.parse_args(argv)
-    path = Path(args.readme)
-    current = path.read_text()
-    wanted = updated(current)
-    if args.check:
-        if wanted == current:
-            return 0
-        sys.stdout.writelines(difflib.unified_diff(current.splitlines(keepends=True), wanted.splitlines(keepends=True),
-                                                   f"{path.name} (committed)", f"{path.name} (rendered)"))
-        return 1
-    if wanted != current:
-        path.write_text(wanted)
-        print(f"rewrote the results block of {path}")
-    else:
-        print(f"{path} is up to date")
-    return 0
+    stale = 0
+    for path, markers, body in ((Path(args.page), (START, END), render),
+                                (Path(args.readme), (SUMMARY_START, SUMMARY_END), render_summary)):
+        if not path.is_file():
+            print(f"{path}: missing (it holds the {markers[0]} block)", file=sys.stderr)
+            return 1
+        current = path.read_text()
+        wanted = updated(current, *markers, body)
+        if args.check:
+            if wanted != current:
+                stale = 1
+                sys.stdout.writelines(difflib.unified_diff(current.splitlines(keepends=True),
+                                                           wanted.splitlines(keepends=True),
+                                                           f"{path.name} (committed)", f"{path.name} (rendered)"))
+            continue
+        if wanted != current:
+            path.write_text(wanted)
+            print(f"rewrote the results block of {path}")
+        else:
+            print(f"{path} is up to date")
+    return stale
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ def evaluate(models: dict[str, str], args, training_predictions: int) -> dict:
 
     from rlvr_envs.video.evaluation import held_out_indices, paired_difference, reject_repetition
     from rlvr_envs.video.world_model import load_world_model
-    from trainers.grpo import Args as GRPOArgs
+    from trainers.grpo_config import GRPOConfig as GRPOArgs
     from trainers.grpo_video import build_held_out
 
     torch.set_num_threads(args.threads)

@@ -1,8 +1,19 @@
 """RL algorithms compared on one world-model task at one budget: GRPO, Dr. GRPO, RLOO, SB3 PPO, best-of-N.
 
     python -m benchmarks.rl_algorithms --data data/pusht64 --steps 40 --seeds 0 1 --threads 2
+    python -m benchmarks.rl_algorithms --env-id RLVRWorld/MiniTextWorld-v0 --methods grpo,rloo --steps 40
 
-Task: `RLVRWorld/PushT-SingleStep-v0` with the verified reward -MAE of the decoded frame.
+Task: any registered next-state id (`--env-id`, default `RLVRWorld/PushT-SingleStep-v0`), with
+`--env-kwargs` as `gym.make` arguments (video default `reward=mae`: the verified -MAE of the
+decoded frame). Held-out score: video ids, the sampled MAE (lower is better); language ids,
+the greedy held-out reward (higher is better). Video ids train on `--data`'s splits, or
+without it on episodes generated once, held out on the embedded set.
+
+To add an algorithm: a GRPO-family variant is one entry of `POLICY_GRADIENT` (its extra
+`trainers.grpo` flags, e.g. a new `--loss-type`, once `trainers.grpo_config.GRPOConfig`
+accepts it); a different trainer is a `*_run(args, seed, ...)` function returning the same
+keys as `sb3_run` (its `dir`, `train_seconds`, start and final held-out scores), named in
+`METHODS` and called in `main`'s seed loop, so it runs at the same budget and seeds.
 
 * grpo, dr_grpo, rloo: `trainers.grpo` from the same start model (default: the shipped MLE
   model) with the same steps, prompts x group, learning rate, KL and seeds; they differ
@@ -26,7 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
+import sys
 import time
 from pathlib import Path
 
@@ -41,9 +52,14 @@ METHODS = (*POLICY_GRADIENT, "sb3_ppo", "best_of_n")
 
 def parse(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", required=True, help="PushT episodes dir with train and test splits "
-                                                      "(`rlvr-world data pusht --out DIR`)")
-    parser.add_argument("--model", default="", help="start model dir (default: the shipped MLE single-step model)")
+    parser.add_argument("--env-id", default=ENV_ID, help="a registered next-state id (video or language)")
+    parser.add_argument("--env-kwargs", nargs="*", default=None, metavar="KEY=VALUE",
+                        help="gym.make arguments (default: reward=mae for video ids, none for language ids)")
+    parser.add_argument("--data", default="", help="video: episodes dir with train and test splits "
+                                                   "(`rlvr-world data pusht --out DIR`; default: generated PushT "
+                                                   "training episodes, the embedded held-out set)")
+    parser.add_argument("--model", default="", help="start model dir (default: the shipped MLE model of a PushT "
+                                                    "layout, the shipped SFT model of MiniTextWorld)")
     parser.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, of {','.join(METHODS)}")
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
@@ -60,10 +76,30 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--runs", default="runs/rl_algorithms")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
+    from rlvr_envs.core.paths import ASSETS
+    from rlvr_envs.registration import entry
+
+    try:
+        args.modality = entry(args.env_id).modality
+    except KeyError as exc:
+        parser.error(f"--env-id: {exc.args[0]}")
+    video = args.modality == "video"
+    if args.env_kwargs is None:
+        args.env_kwargs = ["reward=mae"] if video else []
+    if args.data:
+        args.env_kwargs = [*args.env_kwargs, f"data_dir={args.data}"]
+    if not args.model and args.env_id.startswith("RLVRWorld/MiniTextWorld"):
+        args.model = str(ASSETS / "text" / "minitextworld_sft_model")
+    if not video and not args.model:
+        parser.error(f"--model: {args.env_id} ships no model; pass a save_pretrained directory (e.g. an SFT run's)")
+    #: the held-out score every method is compared on, and its key stem in the report
+    args.score = "sampled_mae" if video else "greedy_reward"
     args.methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     unknown = set(args.methods) - set(METHODS)
     if unknown:
         parser.error(f"unknown methods {sorted(unknown)}; choose from {METHODS}")
+    if not video and "best_of_n" in args.methods:
+        parser.error("best_of_n samples video world models only; leave it out of --methods for a language id")
     args.best_of = sorted({int(n) for n in args.best_of.split(",")})
     if min(args.best_of) < 1 or args.steps < 1:
         parser.error("--best-of values and --steps must be >= 1")
@@ -77,7 +113,7 @@ def grpo_run(args, method: str, seed: int) -> dict:
 
     out = Path(args.runs) / f"{method}_seed{seed}"
     if not (out / "card.json").is_file():
-        flags = ["--env-id", ENV_ID, "--env-kwargs", "reward=mae", f"data_dir={args.data}", "--out", str(out),
+        flags = ["--env-id", args.env_id, *(["--env-kwargs", *args.env_kwargs] * bool(args.env_kwargs)), "--out", str(out),
                  "--steps", str(args.steps), "--prompts-per-step", str(args.prompts_per_step), "--group-size",
                  str(args.group_size), "--lr", str(args.lr), "--beta", str(args.beta), "--eval-windows",
                  str(args.eval_windows), "--eval-every", str(max(1, args.steps // 4)), "--seed", str(seed),
@@ -85,14 +121,37 @@ def grpo_run(args, method: str, seed: int) -> dict:
         if out.is_dir():  # an interrupted run: continue from its checkpoint (or start it over)
             flags.append("--resume")
         grpo_main(parse_args(flags))
-    card = json.loads((out / "card.json").read_text())
     log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()]
+    if args.modality != "video":  # TRL's trainer: results.json, held-out evaluations in its history
+        results = json.loads((out / "results.json").read_text())
+        history = [e for e in results["eval"] if "eval/reward" in e]
+        rewards = [r for r in log if "reward" in r and "step" in r]
+        last = max([r["step"] for r in rewards] + [1])  # TRL logs no clock: steps spread over the run's time
+        curve = [{"step": r["step"], "reward": r["reward"], "seconds": results["seconds"] * r["step"] / last,
+                  "zero_spread": r.get("frac_reward_zero_std")} for r in rewards]
+        return {"dir": str(out), "command": f"python -m trainers.grpo {' '.join(flags_of(results['args']))}",
+                "train_seconds": results["seconds"], "start_greedy_reward": history[0]["eval/reward"],
+                "final_greedy_reward": history[-1]["eval/reward"], "curve": curve,
+                "eval": [{"step": e["step"], "greedy_reward": e["eval/reward"]} for e in history]}
+    card = json.loads((out / "card.json").read_text())
     curve = [{"step": r["step"], "reward": r["reward"], "seconds": r["seconds"], "zero_spread": r["zero_spread"]}
              for r in log if "reward" in r]
     return {"dir": str(out), "command": card["command"], "train_seconds": card["train_seconds_this_run"],
             "start_sampled_mae": card["start"]["sampled"]["mae"], "final_sampled_mae": card["final"]["sampled"]["mae"],
             "final_greedy_mae": card["final"]["greedy"]["mae"], "curve": curve,
             "eval": [{"step": e["step"], "sampled_mae": e["eval"]["sampled"]["mae"]} for e in card["eval_history"]]}
+
+
+def flags_of(config: dict) -> list[str]:
+    """A GRPO config dict back as the flags that differ from the defaults."""
+    from trainers.grpo_config import GRPOConfig
+
+    defaults = GRPOConfig()
+    flags = []
+    for key, value in config.items():
+        if value != getattr(defaults, key, value) or (isinstance(value, list) and tuple(value) != getattr(defaults, key)):
+            flags += [f"--{key.replace('_', '-')}", *(map(str, value) if isinstance(value, list) else [str(value)])]
+    return flags
 
 
 def sb3_run(args, seed: int, seconds: float) -> dict:
@@ -102,12 +161,21 @@ def sb3_run(args, seed: int, seconds: float) -> dict:
 
     out = Path(args.runs) / f"sb3_ppo_seed{seed}"
     if not (out / "summary.json").is_file():
-        ppo_main(PPOArgs(env_id=ENV_ID, total_timesteps=10**7, max_seconds=seconds, n_envs=2, n_steps=128,
+        from trainers.common import parse_env_kwargs
+
+        kwargs = parse_env_kwargs(tuple(args.env_kwargs))
+        if args.modality != "video" or "data_dir" in kwargs:
+            kwargs["split"] = "train"
+        ppo_main(PPOArgs(env_id=args.env_id, total_timesteps=10**7, max_seconds=seconds, n_envs=2, n_steps=128,
                          batch_size=64, seed=seed, eval_episodes=args.sb3_eval, out_dir=str(out),
-                         env_kwargs=json.dumps({"reward": "mae", "data_dir": args.data, "split": "train"})))
+                         env_kwargs=json.dumps(kwargs)))
     summary = json.loads((out / "summary.json").read_text())
+    before, after = summary["before"]["mean_reward"], summary["after"]["mean_reward"]
+    if args.modality != "video":
+        return {"dir": str(out), "train_seconds": summary["train_seconds"], "timesteps": summary["timesteps"],
+                "start_reward": before, "final_reward": after}
     return {"dir": str(out), "train_seconds": summary["train_seconds"], "timesteps": summary["timesteps"],
-            "start_mae": -summary["before"]["mean_reward"], "final_mae": -summary["after"]["mean_reward"]}
+            "start_mae": -before, "final_mae": -after}
 
 
 def best_of_n_scores(args) -> dict:
@@ -116,11 +184,11 @@ def best_of_n_scores(args) -> dict:
 
     from rlvr_envs.video.evaluation import best_of_draws, held_out_indices, score_world_model
     from rlvr_envs.video.task import shipped_world_model
-    from trainers.grpo import Args as GRPOArgs
+    from trainers.grpo_config import GRPOConfig as GRPOArgs
     from trainers.grpo_video import EVAL_TOP_K, build_held_out
 
     torch.set_num_threads(args.threads)
-    held_out = build_held_out(GRPOArgs(env_id=ENV_ID, env_kwargs=("reward=mae", f"data_dir={args.data}")))
+    held_out = build_held_out(GRPOArgs(env_id=args.env_id, env_kwargs=tuple(args.env_kwargs)))
     indices = held_out_indices(len(held_out), args.eval_windows)
     model = shipped_world_model(held_out, args.model or None)
     # sampled exactly as the trainer's held-out evaluation (seed 0, temperature 1, top-k 100), so
@@ -130,11 +198,14 @@ def best_of_n_scores(args) -> dict:
 
 
 def main(argv=None) -> int:
+    from rlvr_envs.core.records import RunRecord
+
     args = parse(argv)
     began = time.perf_counter()
-    report = {"command": "python -m benchmarks.rl_algorithms " + " ".join(argv if argv is not None else
-                                                                           __import__("sys").argv[1:]),
-              "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "env_id": ENV_ID,
+    record = RunRecord("python -m benchmarks.rl_algorithms", threads=args.threads)
+    command = "python -m benchmarks.rl_algorithms " + " ".join(argv if argv is not None else sys.argv[1:])
+    record.command = command
+    report = {"command": command, "run": record.finish(), "env_id": args.env_id, "score": args.score,
               "config": {k: v for k, v in vars(args).items()}, "methods": {}}
     gradient_methods = [m for m in args.methods if m in POLICY_GRADIENT]
     if "best_of_n" in args.methods:  # cheap and seed-free: first
@@ -143,20 +214,22 @@ def main(argv=None) -> int:
         for method in gradient_methods:
             runs = report["methods"].setdefault(method, {"seeds": {}})["seeds"]
             runs[str(seed)] = grpo_run(args, method, seed)
-            finals = np.array([r["final_sampled_mae"] for r in runs.values()])
-            report["methods"][method].update(final_sampled_mae_mean=float(finals.mean()),
-                                             final_sampled_mae_spread=float(finals.std(ddof=1)) if len(finals) > 1
-                                             else 0.0)
+            finals = np.array([r[f"final_{args.score}"] for r in runs.values()])
+            report["methods"][method].update({f"final_{args.score}_mean": float(finals.mean()),
+                                              f"final_{args.score}_spread": float(finals.std(ddof=1))
+                                              if len(finals) > 1 else 0.0})
             write(report, Path(args.out))
         if "sb3_ppo" in args.methods:
             trained = [report["methods"][m]["seeds"][str(seed)]["train_seconds"] for m in gradient_methods]
             seconds = args.sb3_seconds or (float(np.mean(trained)) if trained else 60.0)
             ppo = report["methods"].setdefault("sb3_ppo", {"seeds": {}})
             ppo["seeds"][str(seed)] = sb3_run(args, seed, seconds)
-            ppo.update(seconds_budget=seconds,
-                       final_mae_mean=float(np.mean([r["final_mae"] for r in ppo["seeds"].values()])))
+            final = "final_mae" if args.modality == "video" else "final_reward"
+            ppo.update({"seconds_budget": seconds,
+                        f"{final}_mean": float(np.mean([r[final] for r in ppo["seeds"].values()]))})
             write(report, Path(args.out))
     report["seconds"] = time.perf_counter() - began
+    report["run"] = record.finish()
     write(report, Path(args.out))
     print((Path(args.out).with_suffix(".md")).read_text())
     return 0
@@ -165,19 +238,23 @@ def main(argv=None) -> int:
 def write(report: dict, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
-    lines = [f"# RL algorithms on {report['env_id']} (reward -MAE)", "", f"`{report['command']}` on {report['machine']}",
-             "", "| method | seeds | start sampled MAE | final sampled MAE (mean ± sd over seeds) | train s / run |",
+    score = report.get("score", "sampled_mae")
+    label = {"sampled_mae": "sampled MAE", "greedy_reward": "greedy held-out reward"}[score]
+    ppo_key = "mae" if score == "sampled_mae" else "reward"
+    machine = report["run"]["machine"] if "run" in report else report["machine"]
+    lines = [f"# RL algorithms on {report['env_id']}", "", f"`{report['command']}` on {machine}",
+             "", f"| method | seeds | start {label} | final {label} (mean ± sd over seeds) | train s / run |",
              "|---|---|---:|---:|---:|"]
     for name, method in report["methods"].items():
         runs = list(method["seeds"].values())
         if name == "sb3_ppo":
-            lines.append(f"| sb3_ppo (token-mode MLP policy; -mean reward on its own {report['config']['sb3_eval']} "
-                         f"transitions, an invalid answer scoring the minimum -1) | "
-                         f"{len(runs)} | {np.mean([r['start_mae'] for r in runs]):.5f} | "
-                         f"{method['final_mae_mean']:.5f} | {np.mean([r['train_seconds'] for r in runs]):.0f} |")
+            lines.append(f"| sb3_ppo (token-mode MLP policy; mean reward on its own {report['config']['sb3_eval']} "
+                         f"transitions, an invalid answer scoring the minimum) | "
+                         f"{len(runs)} | {np.mean([r[f'start_{ppo_key}'] for r in runs]):.5f} | "
+                         f"{method[f'final_{ppo_key}_mean']:.5f} | {np.mean([r['train_seconds'] for r in runs]):.0f} |")
         else:
-            lines.append(f"| {name} | {len(runs)} | {np.mean([r['start_sampled_mae'] for r in runs]):.5f} | "
-                         f"{method['final_sampled_mae_mean']:.5f} ± {method['final_sampled_mae_spread']:.5f} | "
+            lines.append(f"| {name} | {len(runs)} | {np.mean([r[f'start_{score}'] for r in runs]):.5f} | "
+                         f"{method[f'final_{score}_mean']:.5f} ± {method[f'final_{score}_spread']:.5f} | "
                          f"{np.mean([r['train_seconds'] for r in runs]):.0f} |")
     for n, mae in report.get("best_of_n_sampled_mae", {}).items():
         lines.append(f"| best of {n} samples of the start model (oracle selection, no training) | | | {mae:.5f} | 0 |")
@@ -202,13 +279,16 @@ def plot(report: dict, path: Path) -> None:
             rewards = [np.mean(raw[max(0, i - 4): i + 1]) for i in range(len(raw))]  # trailing 5-step mean
             line, = left.plot(seconds, rewards, color=colours.get(name), label=name if name not in colours else None)
             colours.setdefault(name, line.get_color())
-            right.plot([e["step"] for e in run["eval"]], [e["sampled_mae"] for e in run["eval"]], marker="o",
+            score = report.get("score", "sampled_mae")
+            right.plot([e["step"] for e in run["eval"]], [e[score] for e in run["eval"]], marker="o",
                        color=colours[name])
     for n, mae in report.get("best_of_n_sampled_mae", {}).items():
         right.axhline(mae, linestyle=":", color="grey")
         right.annotate(f"best of {n}", (0, mae), fontsize=7, color="grey")
-    left.set(xlabel="wall time (s)", ylabel="training reward (-MAE, 5-step mean)", title="training reward")
-    right.set(xlabel="GRPO step", ylabel="held-out sampled MAE", title="held-out (lower is better)")
+    video = report.get("score", "sampled_mae") == "sampled_mae"
+    left.set(xlabel="wall time (s)", ylabel="training reward (5-step mean)", title="training reward")
+    right.set(xlabel="GRPO step", ylabel="held-out sampled MAE" if video else "held-out greedy reward",
+              title="held-out (lower is better)" if video else "held-out (higher is better)")
     left.legend()
     figure.tight_layout()
     figure.savefig(path, dpi=110)

@@ -40,7 +40,7 @@ def _mean(results, key: str) -> float:
 
 
 def evaluate_layout(layout: str, episodes: int, samples: int, seed: int) -> dict:
-    from rlvr_envs.video import metrics
+    from baselines.video import copy_last_frame_pixels, copy_last_frame_responses
     from rlvr_envs.video.task import VideoPredictionTask, VideoTaskConfig, shipped_world_model
     from rlvr_envs.video.world_model import generate_responses
 
@@ -56,22 +56,14 @@ def evaluate_layout(layout: str, episodes: int, samples: int, seed: int) -> dict
         prompts = np.stack([task.prompt_ids(i) for i in chunk])
         given = None if layout == "single" else np.stack([task.given_action_tokens(i) for i in chunk])
         rows["tokenizer_ceiling"] += task.verify(chunk, [task.target_ids(i) for i in chunk])
-        copies = [task.layout.response(np.tile(task.transition(i).meta["last_history_codes"],
-                                               (task.config.future_frames, 1)),
-                                       None if given is None else task.given_action_tokens(i)) for i in chunk]
-        rows["copy_last_frame_tokens"] += task.verify(chunk, copies)
+        rows["copy_last_frame_tokens"] += task.verify(chunk, copy_last_frame_responses(task, chunk))
         greedy = generate_responses(model, prompts, task.layout, given, temperature=0)
         rows["model_greedy"] += task.verify(chunk, list(greedy))
         for sample in range(samples):
             responses = generate_responses(model, prompts, task.layout, given, temperature=1.0, top_k=100,
                                            seed=seed + 1000 * sample + start)
             rows["model_sampled"] += task.verify(chunk, list(responses))
-        for i in chunk:
-            transition = task.transition(i)
-            last = np.repeat(transition.state[-1:], task.config.future_frames, axis=0)
-            values = metrics.video_prediction_metrics(last[None], transition.next_state[None]).values
-            values["psnr"] = values["psnr"].clamp(max=PSNR_CAP)  # an unchanged frame copies exactly: PSNR inf
-            pixel_copy.append({key: float(value.mean()) for key, value in values.items()})
+        pixel_copy += copy_last_frame_pixels(task, chunk, psnr_cap=PSNR_CAP)  # an exact copy: PSNR inf
     table = {name: {key: _mean(results, key) for key in (*KEYS, "repetition")} for name, results in rows.items()}
     table["copy_last_frame_pixels"] = {key: float(np.mean([m[key] for m in pixel_copy])) for key in KEYS}
     return {"windows": len(task), "samples_per_window": samples, "seconds": round(time.perf_counter() - started, 1),

@@ -1,10 +1,18 @@
-"""The `rlvr-world` command: the demo, the registry, one episode, data, planning and Real2Sim policy evaluation."""
+"""The `rlvr-world` command: the demo, the registry, one episode, data, planning and Real2Sim policy evaluation.
+
+The library never imports `trainers/` (it sits above the CLI). `rlvr-world demo` runs the
+checkout's own program, `python -m trainers.demo`, as a child process: it works from a
+clone (`pip install -e .`) and says so in one line where only the wheel is installed.
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 from rlvr_envs.core.arguments import at_least, env_kwargs, existing_dir
 
@@ -18,30 +26,41 @@ DATA_COMMANDS = {
                                                     "cache"),
 }
 
+#: `rlvr-world NAME ...` -> (program of the checkout run as `python -m PROGRAM ...`, help)
+CHECKOUT_COMMANDS = {
+    "demo": ("trainers.demo", "the whole pipeline on the embedded PushT default: MLE base -> GRPO -> evaluation "
+                              "(--domain text: MiniTextWorld SFT model -> GRPO); runs from a checkout"),
+}
+
 #: `rlvr-world NAME ...` -> (module exposing add_arguments, whose parser default func runs it; help)
 APPLICATION_COMMANDS = {
-    "demo": ("trainers.demo", "the whole pipeline on the embedded PushT default: MLE base -> GRPO -> evaluation "
-                              "(--domain text: MiniTextWorld SFT model -> GRPO)"),
     "plan": ("rlvr_envs.planning.command", "CEM planning on PushT with learned simulators and baselines"),
     "policy-eval": ("rlvr_envs.policy_eval.command", "Real2Sim: policies in the learned vs the real PushT"),
 }
 
 
-def recorded_command(program: str, args: argparse.Namespace) -> str:
-    """The command line that reproduces a parsed application command (for results files):
-    every option with a value, flags only when set; the parser's own fields left out."""
-    def shown(value) -> str:  # list values (e.g. --noise 0,10,25) as they are typed
-        return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value) \
-            if isinstance(value, (list, tuple)) else str(value)
+def checkout_root() -> Path:
+    """The folder holding this `rlvr_envs` package: a clone's root when installed with `pip install -e .`."""
+    return Path(__file__).resolve().parents[1]
 
-    flags = [f"--{key.replace('_', '-')}" + ("" if value is True else f" {shown(value)}")
-             for key, value in vars(args).items()
-             if key not in ("func", "command", "check") and value is not None and value is not False]
-    return " ".join([program, *flags])
+
+def run_checkout_command(name: str, argv: list[str]) -> int:
+    """Run a checkout program (`python -m trainers.demo ...`) in a child process, the user's
+    working directory kept; a wheel install (no trainers/ beside the package) gets one line."""
+    program, _ = CHECKOUT_COMMANDS[name]
+    root = checkout_root()
+    if not (root / (program.replace(".", "/") + ".py")).is_file():
+        print(f"rlvr-world: error: `rlvr-world {name}` runs {program} from a checkout of the project, and this "
+              f"install has none; run it from a clone: git clone <repo> && cd <clone> && pip install -e '.[all]'",
+              file=sys.stderr)
+        return 1
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+    return subprocess.call([sys.executable, "-m", program, *argv], env=env)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from rlvr_envs.registration import ENVS, markdown_table
+    from rlvr_envs.core.extras import MissingExtraError
+    from rlvr_envs.registration import ENVS, SIMULATORS, availability, markdown_table
 
     if args.update_readme:
         update_readme(args.update_readme, markdown_table())
@@ -50,9 +69,14 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(markdown_table())
         return 0
     rows = [("id", "modality", "reward", "available here")]
-    for entry in ENVS:
-        ok, hint = entry.availability(data_dir=args.data_dir)
-        rows.append((entry.id, entry.modality, entry.reward, "yes" if ok else f"no: {hint}"))
+    described = [(e.id, e) for e in ENVS] + list(SIMULATORS.items())
+    for env_id, described_by in described:
+        ok, hint = availability(env_id, data_dir=args.data_dir)
+        try:
+            modality, reward = described_by.modality, described_by.reward
+        except MissingExtraError:  # the task class is not importable: its domain's extra is missing
+            modality, reward = described_by.task.split(".")[1], "-"
+        rows.append((env_id, modality, reward, "yes" if ok else f"no: {hint}"))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
     for row in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[3])
@@ -157,6 +181,9 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
             mod.add_data_arguments(sub_parser)
             sub_parser.set_defaults(func=mod.run_data_command)
 
+    for name, (_, help_text) in CHECKOUT_COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)  # listed here; main() runs the program itself
+
     # applications: their (heavy) modules are imported only when the command is named
     for name, (module, help_text) in APPLICATION_COMMANDS.items():
         app = sub.add_parser(name, help=help_text, description=help_text,
@@ -171,7 +198,11 @@ def main(argv: list[str] | None = None) -> int:
     problems the user can fix in one line with exit 1."""
     import rlvr_envs  # noqa: F401  (registers the ids for `episode`)
     from rlvr_envs.core.errors import DataError, DownloadError
+    from rlvr_envs.core.extras import MissingExtraError
 
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] and argv[0] in CHECKOUT_COMMANDS:
+        return run_checkout_command(argv[0], argv[1:])
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
@@ -184,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             except (ValueError, TypeError) as exc:
                 parser.error(f"{args.command}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
         return int(args.func(args) or 0)
-    except (DataError, DownloadError, FileNotFoundError) as exc:
+    except (DataError, DownloadError, FileNotFoundError, MissingExtraError) as exc:
         print(f"rlvr-world: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -6,11 +6,14 @@ the package for you (gymnasium 1.x's convention: no plugins, no import hooks).
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlvr_envs.core.extras import MissingExtraError, needs_extra
+from rlvr_envs.core.paths import ASSETS
 from rlvr_envs.core.util import import_string
 
 NAMESPACE = "RLVRWorld"
@@ -32,7 +35,9 @@ class EnvEntry:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
     def task_class(self):
-        return import_string(self.task)
+        """The task class; `MissingExtraError` (naming the extra) when its domain's packages are absent."""
+        with needs_extra(self.id):
+            return import_string(self.task)
 
     @property
     def modality(self) -> str:
@@ -44,7 +49,10 @@ class EnvEntry:
 
     def availability(self, **kwargs: Any) -> tuple[bool, str]:
         """(available here?, what to get if not), without building the task."""
-        check = getattr(self.task_class(), "availability", None)
+        try:
+            check = getattr(self.task_class(), "availability", None)
+        except MissingExtraError as exc:
+            return False, str(exc)
         if check is None:
             return True, "embedded"
         if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in inspect.signature(check).parameters.values()):
@@ -54,7 +62,7 @@ class EnvEntry:
 
 TEXT_GAME = "rlvr_envs.text_game.task"
 #: the shipped PushT compressed tokenizer (kept here as a path so registering imports no torch)
-VIDEO_ASSETS = Path(__file__).resolve().parent / "assets" / "video"
+VIDEO_ASSETS = ASSETS / "video"
 PUSHT_COMPRESSED_TOKENIZER = str(VIDEO_ASSETS / "pusht_compressed_tokenizer")
 ENVS: tuple[EnvEntry, ...] = (
     EnvEntry("RLVRWorld/TextGame-v0", f"{TEXT_GAME}:ByteSized32Task",
@@ -100,30 +108,51 @@ class PlainEnv:
     reward: str
     description: str
     kwargs: dict[str, Any] = field(default_factory=dict)
+    default_model: str | None = None  #: the model a learned simulator loads when `model=` is not given
+    requires: tuple[str, ...] = ()  #: modules it imports only once built (an extra's packages)
+
+    def availability(self, **_: Any) -> tuple[bool, str]:
+        """(available here?, what to get if not): its packages importable and its model shipped."""
+        try:
+            with needs_extra(self.entry_point.split(":")[0]):
+                for module in self.requires:
+                    if importlib.util.find_spec(module) is None:
+                        raise ModuleNotFoundError(f"No module named {module!r}", name=module)
+                cls = import_string(self.entry_point)
+        except MissingExtraError as exc:
+            return False, str(exc)
+        check = getattr(cls, "availability", None)
+        if check is not None:
+            return check(**self.kwargs)
+        model = self.kwargs.get("model", self.default_model)
+        if model is not None and not (Path(model) / "config.json").is_file():
+            return False, f"the world model {model} is missing (shipped in the package: reinstall rlvr-world)"
+        return True, "embedded"
 
 
 LEARNED_SIM = "rlvr_envs.simulators.learned:LearnedPushTSim"
 JUDGED = "success judged from the predicted frame"
+TORCH = ("torch",)  #: learned simulators run a world model
 #: plain envs by id: learned simulators (a world model wrapped as the original task's env)
 #: and agent envs whose dynamics a world model can be asked to predict
 SIMULATORS: dict[str, PlainEnv] = {
     "RLVRWorld/PushT-LearnedSim-v0": PlainEnv(
         LEARNED_SIM, "learned simulator", JUDGED,
         "PushT simulated by the shipped MLE single-step world model (action: a chunk of 5 targets; `model=` for "
-        "another)"),
+        "another)", default_model=str(VIDEO_ASSETS / "pusht_single_step_model"), requires=TORCH),
     "RLVRWorld/PushT-LearnedSim-RLVR-v0": PlainEnv(
         LEARNED_SIM, "learned simulator", JUDGED,
         "PushT simulated by the shipped GRPO-post-trained single-step world model",
-        {"model": str(VIDEO_ASSETS / "pusht_single_step_rlvr_model")}),
+        {"model": str(VIDEO_ASSETS / "pusht_single_step_rlvr_model")}, requires=TORCH),
     "RLVRWorld/PushT-LearnedSim-MLE12k-v0": PlainEnv(
         LEARNED_SIM, "learned simulator", JUDGED,
         "PushT simulated by the shipped single-step model after 12k more MLE steps (the planning tables' base)",
-        {"model": str(VIDEO_ASSETS / "pusht_single_step_mle12k_model")}),
+        {"model": str(VIDEO_ASSETS / "pusht_single_step_mle12k_model")}, requires=TORCH),
     "RLVRWorld/PushT-LearnedSim-RolloutRLVR-v0": PlainEnv(
         LEARNED_SIM, "learned simulator", JUDGED,
         "PushT simulated by the MLE12k model after two rounds of GRPO on its own rollouts (the real simulator "
         "as verifier)",
-        {"model": str(VIDEO_ASSETS / "pusht_single_step_rollout_rlvr_model")}),
+        {"model": str(VIDEO_ASSETS / "pusht_single_step_rollout_rlvr_model")}, requires=TORCH),
     "RLVRWorld/MiniWeb-Goal-v0": PlainEnv(
         "rlvr_envs.web.goals:MiniWebGoalEnv", "web agent", "1 when the goal holds on the true site state",
         "MiniWeb goal tasks for web agents (action: a WebArena action string from the page's affordances)"),
@@ -148,6 +177,31 @@ def entry(env_id: str) -> EnvEntry:
         if candidate.id == env_id:
             return candidate
     raise KeyError(f"unknown id {env_id!r}; registered: {[e.id for e in ENVS]}")
+
+
+def task_from_env_id(env_id: str, **env_kwargs: Any):
+    """The `Task` behind `gym.make(env_id, **env_kwargs)`, without the env around it.
+
+    `env_id` may carry gymnasium's module prefix (`rlvr_envs:RLVRWorld/...`); registry
+    arguments are overridden by `env_kwargs` as in `gym.make`. Tasks are cached per config
+    (`rlvr_envs.core.factory.build_task`), so a reward function and a prompt dataset built
+    from the same arguments share one tokenized dataset.
+    """
+    from rlvr_envs.core.factory import build_task
+
+    env_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("mode", "render_mode")}
+    found = entry(env_id.split(":", 1)[-1])
+    return build_task(found.task, **{**found.kwargs, **env_kwargs})
+
+
+def all_ids() -> list[str]:
+    """Every registered id: the task envs, then the plain envs (learned simulators, agent envs)."""
+    return [e.id for e in ENVS] + list(SIMULATORS)
+
+
+def availability(env_id: str, **kwargs: Any) -> tuple[bool, str]:
+    """(can `gym.make(env_id, **kwargs)` work here?, what is missing and how to get it)."""
+    return SIMULATORS[env_id].availability(**kwargs) if env_id in SIMULATORS else entry(env_id).availability(**kwargs)
 
 
 def markdown_table() -> str:

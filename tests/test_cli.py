@@ -37,3 +37,63 @@ def test_episode_passes_env_kwargs_as_key_value_pairs_or_json(kwargs, capsys):
     with pytest.raises(SystemExit) as caught:  # the kwargs reached the env: it has 8 transitions now
         main(["episode", "--env-kwargs", kwargs, "--index", "8"])
     assert caught.value.code == 2 and "--index must be in [0, 8)" in capsys.readouterr().err
+
+
+def test_demo_runs_the_checkouts_program():
+    """`rlvr-world demo` runs `python -m trainers.demo` of this checkout (the library never imports trainers)."""
+    import subprocess
+    import sys
+
+    from rlvr_envs import cli
+
+    out = subprocess.run([sys.executable, "-m", "rlvr_envs.cli", "demo", "--help"], capture_output=True, text=True,
+                         cwd=cli.checkout_root().parent, timeout=300)
+    assert out.returncode == 0 and "--grpo-minutes" in out.stdout, out.stderr
+
+
+def test_demo_without_a_checkout_is_one_line(monkeypatch, tmp_path, capsys):
+    from rlvr_envs import cli
+
+    monkeypatch.setattr(cli, "checkout_root", lambda: tmp_path)
+    assert main(["demo"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rlvr-world: error:") and "\n" not in err and "from a clone" in err
+
+
+def test_list_shows_every_registered_id_with_its_availability(capsys):
+    import gymnasium as gym
+
+    from rlvr_envs.registration import all_ids
+
+    assert main(["list"]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    registered = {env_id for env_id in gym.registry if env_id.startswith("RLVRWorld/")}
+    assert set(rows) == set(all_ids()) == registered
+    assert rows["RLVRWorld/MiniWeb-Goal-v0"].endswith("yes") and rows["RLVRWorld/MiniTextWorld-v0"].endswith("yes")
+    assert all(row.endswith("yes") or " no: " in row for row in rows.values())
+
+
+def test_a_missing_extra_is_one_line_naming_it(monkeypatch, capsys):
+    """Without the [video] extra a video id says which extra to install (here torch is made unimportable)."""
+    import builtins
+
+    from rlvr_envs.core import factory
+    from rlvr_envs.registration import entry
+
+    real_import = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name == "torch" or name.startswith("torch."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return real_import(name, *args, **kwargs)
+
+    factory._cached_task.cache_clear()
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    for name in [m for m in list(__import__("sys").modules) if m.startswith("rlvr_envs.video")]:
+        monkeypatch.delitem(__import__("sys").modules, name)
+    ok, hint = entry("RLVRWorld/PushT-SingleStep-v0").availability()
+    assert not ok and "pip install 'rlvr-world[video]'" in hint and "torch is not installed" in hint
+    assert main(["episode", "RLVRWorld/PushT-SingleStep-v0"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rlvr-world: error:") and "\n" not in err and "rlvr-world[video]" in err
+

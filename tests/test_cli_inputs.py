@@ -18,6 +18,8 @@ CASES = cases(SCRATCH)
 @pytest.mark.parametrize("name", list(CASES))
 def test_bad_value_is_refused_with_one_line_and_exit_code_2(name, capsys):
     module, *argv = CASES[name]
+    if module == "rlvr_envs.cli" and argv[0] == "demo":  # `rlvr-world demo` runs `python -m trainers.demo` itself
+        module, argv = "trainers.demo", argv[1:]
     with pytest.raises(SystemExit) as caught:
         if module == "rlvr_envs.cli":
             from rlvr_envs.cli import main
@@ -51,12 +53,13 @@ def _commands():
         yield name, subparsers(build_parser([name]))[name]
     for name in DATA_COMMANDS:
         yield f"data {name}", subparsers(subparsers(build_parser(["data", name]))["data"])[name]
-    for module in ("grpo", "sft", "prompt_filter", "rollout_prompts", "sb3_ppo", "tokenizer", "miniweb_tokenizer",
-                   "train_frame_tokenizer", "train_compressed_tokenizer", "train_video_world_model"):
+    for module in ("grpo", "sft", "demo", "prompt_filter", "rollout_prompts", "sb3_ppo", "tokenizer",
+                   "miniweb_tokenizer", "train_frame_tokenizer", "train_compressed_tokenizer", "train_video_world_model"):
         trainer = importlib.import_module(f"trainers.{module}")
+        config = importlib.import_module("trainers.grpo_config").GRPOConfig if module == "grpo" else trainer.Args
         parser = argparse.ArgumentParser(description=trainer.__doc__.splitlines()[0],  # as parse_dataclass_args
                                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-        add_dataclass_arguments(parser, trainer.Args)
+        add_dataclass_arguments(parser, config)
         yield f"trainers.{module}", parser
 
 
@@ -79,7 +82,8 @@ def test_every_option_has_help_text_and_its_default_in_help():
 
 
 def test_recorded_command_reproduces_parsed_list_values():
-    from rlvr_envs.cli import build_parser, recorded_command
+    from rlvr_envs.cli import build_parser
+    from rlvr_envs.core.records import recorded_command
 
     args = build_parser(["policy-eval"]).parse_args(["policy-eval", "--noise", "0,12.5", "--out", str(SCRATCH)])
     command = recorded_command("rlvr-world policy-eval", args)

@@ -176,6 +176,22 @@ def test_group_helpers_score_g_responses_on_one_transition():
     assert isinstance(gym.make(env_id, **registry_test_kwargs(env_id)).unwrapped.task, type(task))
 
 
+def test_group_advantages_are_trls_for_numpy_and_torch():
+    """One definition for the video loop (torch) and users' own samplers (NumPy): TRL's
+    GRPOTrainer, (r - group mean) / (nanstd + 1e-4), nanstd Bessel-corrected."""
+    import torch
+    from trl.trainer.utils import nanstd
+
+    from rlvr_envs.core.groups import group_advantages
+
+    rewards = torch.tensor([[1.0, 2.0, 3.0, 6.0], [0.0, 1.0, 0.0, 0.0], [0.5, 0.5, 0.5, 0.5]])
+    trl = (rewards - rewards.mean(dim=1, keepdim=True)) / (nanstd(rewards, dim=1).unsqueeze(1) + 1e-4)
+    torch.testing.assert_close(group_advantages(rewards), trl)
+    np.testing.assert_allclose(group_advantages(rewards.numpy().tolist()), trl.numpy(), rtol=1e-6)
+    assert group_advantages(rewards.numpy()).dtype == np.float64
+    np.testing.assert_allclose(group_advantages([1.0, 3.0], scale=False), [-1.0, 1.0])
+
+
 # -- actions are validated at the door, in both modes and both envs ------------------------------
 
 @pytest.mark.parametrize("bad", [2.0, np.float32(1), "3", True, np.array([1.5]), None])
@@ -292,3 +308,34 @@ def test_vector_step_refuses_a_bad_batch_with_a_clear_message(actions, error, ma
     env.reset(options={"index": 0})
     with pytest.raises(error, match=match):
         env.step(actions)
+
+
+def test_needs_extra_names_the_extra_and_keeps_real_bugs():
+    from rlvr_envs.core.extras import MissingExtraError, needs_extra
+
+    with pytest.raises(MissingExtraError, match=r"^the thing needs the \[train\] extra \(trl is not installed\): "
+                                                r"pip install 'rlvr-world\[train\]'$"):
+        with needs_extra("the thing"):
+            raise ModuleNotFoundError("No module named 'trl'", name="trl")
+    with pytest.raises(MissingExtraError, match=r"\[web-agent\]"):  # an explicit extra wins over the default
+        with needs_extra("the MiniWeb agent", extra="web-agent"):
+            raise ModuleNotFoundError("No module named 'torch'", name="torch")
+    with pytest.raises(ModuleNotFoundError, match="no_such_module"):  # not an optional dependency: a real bug
+        with needs_extra("the thing"):
+            raise ModuleNotFoundError("No module named 'no_such_module'", name="no_such_module")
+
+
+def test_run_record_has_one_format_and_flags_a_busy_machine(monkeypatch):
+    import argparse
+    import os
+
+    from rlvr_envs.core import records
+
+    loads = iter([(0.1, 0, 0), (9.0 * (os.cpu_count() or 1), 0, 0)])
+    monkeypatch.setattr(records.os, "getloadavg", lambda: next(loads))
+    record = records.RunRecord("python -m benchmarks.x", argparse.Namespace(steps=3, quiet=True, out=None))
+    run = record.finish()
+    assert set(run) == {"program", "command", "argv", "machine", "load", "start", "end", "seconds", "threads",
+                        "cpu_share", "git_commit"}
+    assert run["command"] == "python -m benchmarks.x --steps 3 --quiet" and run["load"]["busy"] is True
+    assert run["start"] <= run["end"] and run["seconds"] >= 0 and "cores" in run["machine"]

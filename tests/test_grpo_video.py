@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 import torch
 
-from trainers.grpo import Args
-from trainers.grpo_video import grpo_loss, group_advantages, rloo_advantages, rloo_loss
+from trainers.grpo_config import GRPOConfig as Args
+from rlvr_envs.core.groups import group_advantages
+from trainers.grpo_video import grpo_loss, rloo_advantages, rloo_loss
 
 REPO = Path(__file__).resolve().parents[1]
 

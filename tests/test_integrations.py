@@ -125,7 +125,8 @@ def test_trl_reward_on_video_token_ids():
 def test_verl_compute_score_gold_is_max(env_id, tmp_path):
     import pyarrow.parquet as pq
 
-    from rlvr_envs.integrations import task_from_env_id, verl
+    from rlvr_envs.integrations import verl
+    from rlvr_envs.registration import task_from_env_id
 
     kwargs = dict(text_kwargs(env_id))
     task = task_from_env_id(env_id, **kwargs)
@@ -166,7 +167,7 @@ def test_verl_compute_score_never_raises():
 
 
 def test_balanced_indices_and_accuracy_report_split_changed_from_unchanged():
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from rlvr_envs.integrations.hf import accuracy_report, format_report
     from rlvr_envs.integrations.trl import balanced_indices
 

@@ -9,7 +9,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def micro_models(tmp_path_factory):
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from trainers.sft import build_text_model, save_final
 
     task = task_from_env_id("RLVRWorld/MiniWeb-v0", split="test", size=4)
@@ -67,7 +67,7 @@ def test_paired_difference_and_test():
 
 def test_text_games_get_the_nothing_changes_baseline_and_seed_groups(tmp_path):
     from benchmarks.language_world_models import main
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from trainers.sft import build_text_model, save_final
 
     task = task_from_env_id("RLVRWorld/MiniTextWorld-v0", split="test", size=8)
@@ -96,7 +96,7 @@ def test_text_games_get_the_nothing_changes_baseline_and_seed_groups(tmp_path):
 def test_sampled_answers_report_pass_at_k_and_per_sample_accuracy(tmp_path, monkeypatch):
     import rlvr_envs.integrations.hf as hf
     from benchmarks.language_world_models import main
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from tests.samples import gold_for_first_samples
     from trainers.sft import build_text_model, save_final
 

@@ -295,3 +295,17 @@ def test_registered_planning_table_models_load_and_step(env_id, asset):
     obs, reward, *_ = env.step(np.full((5, 2), 256.0))
     assert obs.shape == (64, 64, 3) and obs.dtype == np.uint8 and np.isfinite(reward)
     env.close()
+
+
+def test_slide_window_drops_the_oldest_frame_and_action_batched_or_not():
+    from rlvr_envs.simulators.learned import slide_window
+
+    codes, actions = np.arange(6).reshape(3, 2), np.array([[10], [11]])  # history 3: 3 frames, 2 actions between
+    new_codes, new_tokens = np.array([6, 7]), np.array([12])
+    slid_codes, slid_actions = slide_window(codes, actions, new_codes, new_tokens)
+    assert slid_codes.tolist() == [[2, 3], [4, 5], [6, 7]] and slid_actions.tolist() == [[11], [12]]
+    batched_codes, batched_actions = slide_window(codes[None].repeat(2, 0), actions[None].repeat(2, 0),
+                                                  new_codes[None].repeat(2, 0), new_tokens[None].repeat(2, 0))
+    assert (batched_codes == slid_codes).all() and (batched_actions == slid_actions).all()
+    one = slide_window(codes[:1], np.zeros((0, 1), dtype=int), new_codes, new_tokens)  # history 1: no actions
+    assert one[0].tolist() == [[6, 7]] and one[1].shape == (0, 1)

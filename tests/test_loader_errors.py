@@ -93,7 +93,7 @@ def test_hostile_safetensors_headers_are_refused_by_name(tmp_path, spoil, match)
 
 
 def test_model_argument_that_names_nothing_is_refused_before_any_work(tmp_path):
-    from trainers.grpo import Args
+    from trainers.grpo_config import GRPOConfig as Args
 
     with pytest.raises(FileNotFoundError, match="no model \\(--model\\) at /nonexistent"):
         Args(env_id="RLVRWorld/MiniTextWorld-v0", model="/nonexistent").validate()

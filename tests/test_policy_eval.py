@@ -4,6 +4,7 @@ frame judge against the real env on real frames, the policy adapter, and a small
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -85,7 +86,7 @@ def test_judge_agrees_with_the_real_env_on_real_frames():
     and frames far from and near the goal; the judge's pose is within 3 px and 2 degrees, its
     coverage within 0.035, and its success right wherever the coverage is not within 0.05 of
     the threshold (`benchmarks/pusht_success_judge.py` measures agreement on held-out frames)."""
-    from rlvr_envs.policy_eval.pusht_judge import judge_frame, pose_error
+    from rlvr_envs.video.pusht.judge import judge_frame, pose_error
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
 
@@ -106,7 +107,7 @@ def test_judge_agrees_with_the_real_env_on_real_frames():
 
 
 def test_object_errors_charge_a_missing_object_more_than_any_placement():
-    from rlvr_envs.policy_eval.pusht_judge import ObjectReading, object_errors
+    from rlvr_envs.video.pusht.judge import ObjectReading, object_errors
 
     truth = ObjectReading(np.array([100.0, 100.0]), np.array([256.0, 256.0, 0.5]))
     assert object_errors(truth, truth) == (0.0, 0.0, 0.0)
@@ -166,9 +167,47 @@ def test_real2sim_runs_policies_in_both_simulators():
     env.close()
     bad = lambda image: np.full((5, 2), np.nan)  # noqa: E731  (repaired and counted, not fatal)
     out = evaluate([RandomPolicy(0), bad], learned, real, [start], max_steps=2, record=1)
-    assert [row["policy"] for row in out["policies"]] == ["random", "function"]
+    assert [row["policy"] for row in out["policies"]] == ["random", "<lambda>"]  # each under its own name
     assert len(out["rollouts"]) == 4 and out["rollouts"][0].frames.shape == (3, 64, 64, 3)
     assert out["rollouts"][2].action_counts["nonfinite"] == 2
     assert set(out["summary"]) >= {"pearson", "pearson_undefined", "mmrv", "judge_vs_env_agreement"}
     learned.close()
     real.close()
+
+
+def test_the_documented_user_policy_runs_through_policy_eval(tmp_path, monkeypatch, capsys):
+    """docs/recipes.md's `--policy MODULE:NAME` example, at a tiny budget: both policies run in
+    both simulators and are reported under their own names."""
+    import json
+    import re
+    from pathlib import Path
+
+    pytest.importorskip("torch")
+    from rlvr_envs.cli import main
+
+    recipes = (Path(__file__).resolve().parents[1] / "docs" / "recipes.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(# my_policy\.py\n.*?)```", recipes, re.S).group(1)
+    command = re.search(r"```bash\n(rlvr-world policy-eval --policy my_policy.*?)\n```", recipes, re.S).group(1)
+    (tmp_path / "my_policy.py").write_text(code, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    argv = command.split()[1:]
+    argv[argv.index("--starts") + 1] = "1"
+    argv[argv.index("--out") + 1] = str(tmp_path / "out")
+    assert main([*argv, "--no-family", "--max-steps", "2", "--heldout-episodes", "2", "--threads", "1"]) == 0
+    report = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [row["policy"] for row in report["policies"]] == ["toward_centre", "circler"]
+    assert all(0.0 <= row["learned_success"] <= 1.0 for row in report["policies"])
+    with pytest.raises(SystemExit, match="my_policy has no nothing"):  # checked before any model loads
+        main(["policy-eval", "--policy", "my_policy:nothing", "--out", str(tmp_path / "x")])
+
+
+@pytest.mark.parametrize("spec, says", [("no_colon", "expected MODULE:NAME"),
+                                        ("no_such_module_here:f", "cannot import no_such_module_here"),
+                                        ("json:no_such_name", "json has no no_such_name"),
+                                        ("math:pi", "cannot use float as a policy")])
+def test_bad_policy_specs_are_one_line(spec, says):
+    from rlvr_envs.policy_eval.policies import load_policy
+
+    with pytest.raises(ValueError, match=re.escape(says)) as caught:
+        load_policy(spec)
+    assert "\n" not in str(caught.value) and spec in str(caught.value)

@@ -1,4 +1,5 @@
-"""README's Results block is generated from benchmarks/results/ (benchmarks/readme_results.py)."""
+"""The results pages are generated from benchmarks/results/ (benchmarks/readme_results.py):
+docs/results.md holds every result, README.md the goals summary; both fail here when stale."""
 
 from __future__ import annotations
 
@@ -38,10 +39,28 @@ def _block(readme: str) -> str:
     return readme[start:readme.index(rr.END, start)]
 
 
-def test_readme_results_block_is_in_sync():
+def test_generated_pages_are_in_sync():
+    page = rr.PAGE.read_text()
+    assert page.count(rr.START) == 1 and page.count(rr.END) == 1
+    assert _block(page) == rr.render(), "docs/results.md is stale: run `python -m benchmarks.readme_results`"
     readme = rr.README.read_text()
-    assert readme.count(rr.START) == 1 and readme.count(rr.END) == 1
-    assert _block(readme) == rr.render(), "README is stale: run `python -m benchmarks.readme_results`"
+    assert readme.count(rr.SUMMARY_START) == 1 and rr.START not in readme
+    assert rr.updated(readme, rr.SUMMARY_START, rr.SUMMARY_END, rr.render_summary) == readme, \
+        "README's results summary is stale: run `python -m benchmarks.readme_results`"
+    assert rr.main(["--check"]) == 0
+
+
+def test_readme_is_a_front_door():
+    """At most 300 lines, the summary at most 15, and every docs page it links exists."""
+    readme = rr.README.read_text()
+    assert len(readme.splitlines()) <= 300
+    summary = readme.split(rr.SUMMARY_START)[1].split(rr.SUMMARY_END)[0]
+    assert len(summary.strip().splitlines()) <= 15
+    linked = set(re.findall(r"\]\((docs/[\w.]+\.md)", readme))
+    assert linked >= {"docs/results.md", "docs/recipes.md", "docs/environments.md", "docs/architecture.md",
+                      "docs/scale_out.md"}
+    # docs/scale_out.md is the GPU work's page (its own issue); every other linked page is here
+    assert all((rr.ROOT / page).is_file() for page in linked - {"docs/scale_out.md"})
 
 
 def test_every_subsection_names_an_existing_results_file():
@@ -179,20 +198,24 @@ def test_language_sections_add_the_sampled_answers_table_when_a_run_sampled():
 
 
 def test_check_reports_a_stale_block_and_the_rewrite_touches_only_the_block(tmp_path, capsys):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# title\n\n## Results\n\n{rr.START}\nold numbers\n{rr.END}\n\n## After\n\nkept\n")
-    assert rr.main(["--check", "--readme", str(readme)]) == 1
-    assert "-old numbers" in capsys.readouterr().out
-    assert rr.main(["--readme", str(readme)]) == 0
-    text = readme.read_text()
+    page, readme = tmp_path / "results.md", tmp_path / "README.md"
+    page.write_text(f"# title\n\n## Results\n\n{rr.START}\nold numbers\n{rr.END}\n\n## After\n\nkept\n")
+    readme.write_text(f"# front\n\n{rr.SUMMARY_START}\nold goals\n{rr.SUMMARY_END}\n\n## Docs\n")
+    paths = ["--page", str(page), "--readme", str(readme)]
+    assert rr.main(["--check", *paths]) == 1
+    out = capsys.readouterr().out
+    assert "-old numbers" in out and "-old goals" in out
+    assert rr.main(paths) == 0
+    text = page.read_text()
     assert text.startswith(f"# title\n\n## Results\n\n{rr.START}\n")
     assert text.endswith(f"{rr.END}\n\n## After\n\nkept\n")
     assert _block(text) == rr.render()
-    assert rr.main(["--check", "--readme", str(readme)]) == 0
-    # a README without the closing marker yet: the block ends at the next heading
-    readme.write_text(f"intro\n{rr.START}\nold\n\n## Next\n")
-    rr.main(["--readme", str(readme)])
-    assert readme.read_text() == f"intro\n{rr.START}\n{rr.render()}{rr.END}\n## Next\n"
+    assert readme.read_text() == f"# front\n\n{rr.SUMMARY_START}\n{rr.render_summary()}{rr.SUMMARY_END}\n\n## Docs\n"
+    assert rr.main(["--check", *paths]) == 0
+    # a page without the closing marker yet: the block ends at the next heading
+    page.write_text(f"intro\n{rr.START}\nold\n\n## Next\n")
+    rr.main(paths)
+    assert page.read_text() == f"intro\n{rr.START}\n{rr.render()}{rr.END}\n## Next\n"
 
 
 @pytest.mark.parametrize("p, shown", [(0.1468, "0.15"), (0.0005366, "5e-4"), (3.08e-39, "3e-39"),
@@ -237,3 +260,10 @@ def test_goals_table_reads_each_goal_from_its_files(monkeypatch, tmp_path):
     _text_file(tmp_path / "text_world_models_b.json", {"bigger": (0.11, 0.97)})
     row = next(line for line in rr._goals().split("\n") if "MiniTextWorld" in line)
     assert "best of 3 recipes and steps" in row and "bigger +0.110" in row and "| met |" in row
+
+
+def test_a_run_record_names_the_machine_and_flags_a_shared_one():
+    record = {"machine": "x86_64, 2 cores, CPU only", "load": {"before": 3.1, "after": 4.0, "busy": True}}
+    assert rr._machine({"run": record, "machine": "old"}) == "x86_64, 2 cores, CPU only (shared: load 3.1 -> 4.0)"
+    assert rr._machine({"run": {**record, "load": {"busy": False}}}) == "x86_64, 2 cores, CPU only"
+    assert rr._machine({"machine": "x86_64, 2 threads, CPU"}) == "x86_64, 2 threads, CPU"  # older files

@@ -71,7 +71,7 @@ def test_comparison_runs_every_method_and_reuses_finished_runs(tiny, tmp_path, m
     from benchmarks import rl_algorithms
 
     directory, data, _ = tiny
-    argv = ["--data", data, "--model", directory, "--steps", "1", "--seeds", "0", "--prompts-per-step", "2",
+    argv = ["--env-id", "RLVRWorld/PushT-SingleStep-v0", "--data", data, "--model", directory, "--steps", "1", "--seeds", "0", "--prompts-per-step", "2",
             "--group-size", "2", "--eval-windows", "2", "--best-of", "1,2", "--sb3-seconds", "1", "--sb3-eval", "2",
             "--threads", "1", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out" / "rl")]
     assert rl_algorithms.main(argv) == 0
@@ -94,6 +94,29 @@ def test_comparison_runs_every_method_and_reuses_finished_runs(tiny, tmp_path, m
     monkeypatch.setattr("trainers.grpo.main", no_training)
     monkeypatch.setattr("trainers.sb3_ppo.main", no_training)
     assert rl_algorithms.main(argv[:-1] + [str(tmp_path / "out" / "again")]) == 0
+
+
+@pytest.mark.slow
+def test_comparison_runs_on_a_language_id(tmp_path):
+    """`--env-id` takes a text id: TRL's GRPO and RLOO from the shipped MiniTextWorld SFT model and
+    SB3 PPO on its token mode, compared on the greedy held-out reward."""
+    from benchmarks import rl_algorithms
+
+    argv = ["--env-id", "RLVRWorld/MiniTextWorld-v0", "--env-kwargs", "size=4", "--methods", "grpo,rloo,sb3_ppo",
+            "--steps", "1", "--seeds", "0", "--prompts-per-step", "2", "--group-size", "2", "--eval-windows", "2",
+            "--sb3-seconds", "1", "--sb3-eval", "2", "--threads", "1", "--runs", str(tmp_path / "runs"),
+            "--out", str(tmp_path / "out" / "rl")]
+    assert rl_algorithms.main(argv) == 0
+    report = json.loads((tmp_path / "out" / "rl.json").read_text())
+    assert report["score"] == "greedy_reward" and set(report["methods"]) == {"grpo", "rloo", "sb3_ppo"}
+    for name in ("grpo", "rloo"):
+        run = report["methods"][name]["seeds"]["0"]
+        assert 0.0 <= run["start_greedy_reward"] <= 1.0 and 0.0 <= run["final_greedy_reward"] <= 1.0
+        assert run["curve"] and ("--algorithm rloo" in run["command"]) == (name == "rloo")
+    assert np.isfinite(report["methods"]["sb3_ppo"]["final_reward_mean"])
+    assert "greedy held-out reward" in (tmp_path / "out" / "rl.md").read_text()
+    with pytest.raises(SystemExit):  # best-of-n samples video models only
+        rl_algorithms.parse(["--env-id", "RLVRWorld/MiniTextWorld-v0", "--methods", "best_of_n"])
 
 
 @pytest.mark.slow

@@ -30,7 +30,7 @@ def sft_args(out: Path, **overrides):
 
 
 def grpo_args(model: str, out: Path, **overrides):
-    from trainers.grpo import Args
+    from trainers.grpo_config import GRPOConfig as Args
 
     base = dict(env_id=ENV_ID, env_kwargs=ENV_KWARGS, model=model, out=str(out), steps=1, prompts_per_step=2,
                 group_size=2, max_completion_len=8, eval_every=1, eval_windows=2, checkpoint_every=1, threads=1)
@@ -68,7 +68,7 @@ def test_sft_writes_model_checkpoints_and_split_accuracy(sft_model):
 
 
 def test_sft_dataset_trains_on_the_answer_only():
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from trainers.sft import sft_dataset
 
     task = task_from_env_id(ENV_ID, split="train", size=8)
@@ -82,7 +82,7 @@ def test_sft_dataset_trains_on_the_answer_only():
 def test_prompt_loss_decides_whether_prompt_tokens_carry_labels(prompt_loss, tmp_path):
     from trl import SFTTrainer
 
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from trainers.sft import build_text_model, sft_config, sft_dataset
 
     task = task_from_env_id(ENV_ID, split="train", size=8)
@@ -199,7 +199,7 @@ def test_sft_rejects_model_and_from_scratch_together(tmp_path):
 
 @pytest.mark.slow
 def test_grpo_language_under_accelerate_with_two_processes(sft_model, tmp_path):
-    """DESIGN §5: `--multi_gpu --num_processes 2` on a CPU runs 2 gloo processes (`--cpu` runs 1)."""
+    """`--multi_gpu --num_processes 2` on a CPU runs 2 gloo processes (`--cpu` runs 1)."""
     out = tmp_path / "grpo2"
     command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",

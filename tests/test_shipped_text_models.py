@@ -5,20 +5,21 @@ changes" (its answers parse, and it gets changed transitions right as well as un
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
+from rlvr_envs.core.paths import ASSETS
+
 torch = pytest.importorskip("torch")
 
-TEXT_ASSETS = Path(__file__).resolve().parents[1] / "rlvr_envs" / "assets" / "text"
+TEXT_ASSETS = ASSETS / "text"
 
 
 @pytest.mark.parametrize("name", ["minitextworld_sft_model", "minitextworld_sft_longer_model"])
 def test_shipped_minitextworld_model_answers_held_out_transitions(name):
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from rlvr_envs.integrations.hf import evaluate_accuracy
     from trainers.sft import check_vocabulary
 

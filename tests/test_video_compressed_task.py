@@ -147,7 +147,7 @@ def test_no_world_model_ships_for_it_yet(task):
 
 
 def test_a_world_model_for_the_plain_vocabulary_is_refused(task):
-    from rlvr_envs.video.task import check_world_model_config, shipped_world_model_dir
+    from rlvr_envs.video.task import check_world_model_dir, shipped_world_model_dir
 
     with pytest.raises(ValueError, match="1000 context codes"):
-        check_world_model_config(shipped_world_model_dir("multi"), task)
+        check_world_model_dir(shipped_world_model_dir("multi"), task)

@@ -53,8 +53,9 @@ def test_missing_data_dir_and_tokenizer_fail_at_make_naming_them_and_how_to_get_
     assert "tokenizer=" in str(caught.value) and "data_dir=" not in str(caught.value)
 
 
-def test_availability_says_what_is_missing_without_building(monkeypatch, capsys):
+def test_availability_says_what_is_missing_without_building(monkeypatch, tmp_path, capsys):
     from rlvr_envs.cli import main
+    from rlvr_envs.video.metrics import perceptual
 
     def never(*args, **kwargs):
         raise AssertionError("availability() must not build the task")
@@ -65,9 +66,15 @@ def test_availability_says_what_is_missing_without_building(monkeypatch, capsys)
     fixture = video_fixture_kwargs("rt1")
     ok, hint = entry(RT1).availability(data_dir=fixture["data_dir"])
     assert not ok and "tokenizer=" in hint and "data_dir=" not in hint
-    assert entry(RT1).availability(data_dir=fixture["data_dir"], tokenizer=fixture["tokenizer"])[0]
+    assert entry(RT1).availability(data_dir=fixture["data_dir"], tokenizer=fixture["tokenizer"], reward="mae")[0]
     ok, hint = entry("RLVRWorld/Rope-v0").availability(data_dir=fixture["data_dir"], tokenizer=fixture["tokenizer"])
     assert not ok and "nothing usable" in hint and "states.pth" in hint  # an RT-1 folder is no Rope folder
+    assert entry("RLVRWorld/PushT-SingleStep-v0").availability(reward="mae") == (True, "embedded")
+    # the default reward needs the LPIPS trunk weights, which only a download brings
+    monkeypatch.setattr(perceptual, "trunk_checkpoint_path", lambda net: tmp_path / f"{net}.pth")
+    ok, hint = entry("RLVRWorld/PushT-SingleStep-v0").availability()
+    assert not ok and "LPIPS vgg trunk" in hint and str(tmp_path / "vgg.pth") in hint and "reward='mae'" in hint
+    (tmp_path / "vgg.pth").write_bytes(b"")
     assert entry("RLVRWorld/PushT-SingleStep-v0").availability() == (True, "embedded")
     assert main(["list"]) == 0
     rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlvr_envs.video.evaluation import paired_difference, score_baselines
+from baselines.video import score_baselines
+from rlvr_envs.video.evaluation import paired_difference
 
 
 def test_paired_difference_is_a_paired_t_test_of_b_against_a():

@@ -159,7 +159,7 @@ def test_pose_reward_pays_for_objects_in_place_and_never_for_leaving_one_out(pus
     -MAE prefers when the model is unsure where the agent went) scores below the gold
     codes, and below a frame with the agent left where it was."""
     from rlvr_envs.core.factory import build_task
-    from rlvr_envs.policy_eval.pusht_judge import unmix
+    from rlvr_envs.video.pusht.judge import unmix
 
     task = build_task("rlvr_envs.video.task:VideoPredictionTask", data_dir=pusht64_dir, reward="pose")
     checked = 0
@@ -262,13 +262,13 @@ def test_rgb_render_shows_prediction_above_truth(pusht_dir, tokenizer_dir):
     assert np.array_equal(frame[32:], np.concatenate(list(task.transition(0).next_state), axis=1))
 
 
-def test_readme_pusht_example_runs_as_written(capsys):
-    """The README's PushT block: the shipped model's response to a held-out prompt, scored."""
+def test_docs_pusht_example_runs_as_written(capsys):
+    """The PushT block of docs/environments.md: the shipped model's response to a held-out prompt, scored."""
     from tests.samples import REPO
 
-    readme = (REPO / "README.md").read_text()
+    readme = (REPO / "docs" / "environments.md").read_text()
     blocks = [b.split("```", 1)[0] for b in readme.split("```python\n")[1:]]
     block = next(b for b in blocks if "PushT-MultiStep-v0" in b)
-    exec(compile(block, "README.md", "exec"), {})
+    exec(compile(block, "docs/environments.md", "exec"), {})
     reward, ceiling = (float(v) for v in capsys.readouterr().out.split())
     assert -1.0 <= reward <= 0.0 and -1.0 <= ceiling <= 0.0

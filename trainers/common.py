@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any
 
 #: what to do when a checkpoint under --resume is damaged or foreign (named in the error)
@@ -108,3 +109,33 @@ def command_line(program: str, args: Any) -> str:
         else:
             parts.append(f"{flag} {value}")
     return " ".join(parts)
+
+
+def reward_figure(log: Path, path: Path, ylabel: str = "reward (-MAE)") -> None:
+    """The training reward curve of a GRPO run's log.jsonl (per step and a 10-step mean) as a PNG."""
+    import matplotlib
+    import numpy as np
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    rows = [r for r in rows if "reward" in r]
+    fig, ax = plt.subplots(figsize=(5, 3))
+    ax.plot([r["step"] for r in rows], [r["reward"] for r in rows], alpha=0.4, label="per step")
+    if len(rows) >= 10:
+        smooth = np.convolve([r["reward"] for r in rows], np.ones(10) / 10, mode="valid")
+        ax.plot([r["step"] for r in rows][9:], smooth, label="10-step mean")
+    ax.set(xlabel="GRPO step", ylabel=ylabel, title="GRPO training reward")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def lora_config(r: int, alpha: int):
+    """The one LoRA setup of every trainer: rank `r` on every linear layer but the output head
+    (for LLaMA: q, k, v, o, gate, up, down projections), no dropout."""
+    from peft import LoraConfig
+
+    return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")

@@ -44,16 +44,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainers.grpo import Args
+from trainers.grpo_config import GRPOConfig
 
 
-def build(args: Args) -> dict[str, Any]:
+def build(args: GRPOConfig) -> dict[str, Any]:
     """Everything checked and built before training (tasks, dataset, reward, GRPO config);
     every impossible config fails here with its reason."""
     from transformers import AutoConfig
     from trl import GRPOConfig, RLOOConfig
 
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from rlvr_envs.integrations.trl import RewardFunction, balanced_indices, changed_indices, prompt_dataset
     from trainers.prompt_filter import read_prompt_indices, training_task
     from trainers.sft import (check_vocabulary, device_kwargs, last_checkpoint, model_tokenizer_kwargs,
@@ -105,12 +105,13 @@ def build(args: Args) -> dict[str, Any]:
             "reward": RewardFunction(args.env_id, task=train_task), "resume_from": resume_from, "world": world}
 
 
-def train(args: Args) -> dict[str, Any]:
+def train(args: GRPOConfig) -> dict[str, Any]:
     import torch
     from trl import GRPOTrainer, RLOOTrainer
 
     from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, TimeLimit, held_out_indices
-    from trainers.sft import finish_run, lora_config, trim_log_for_resume
+    from trainers.common import lora_config
+    from trainers.sft import finish_run, trim_log_for_resume
 
     torch.set_num_threads(args.threads)
     started = time.perf_counter()

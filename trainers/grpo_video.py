@@ -37,20 +37,12 @@ import numpy as np
 import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
-from trainers.common import RESUME_REMEDY, command_line
+from rlvr_envs.core.groups import group_advantages
+from trainers.common import RESUME_REMEDY, command_line, lora_config
 
 #: seed of the PushT episodes GRPO trains on when no data_dir is given (held-out set: 10000)
 TRAIN_EPISODES_SEED = 20_000
 EVAL_TOP_K = 100  # the paper's evaluation sampling
-
-
-def group_advantages(rewards: torch.Tensor, scale: bool = True) -> torch.Tensor:
-    """[P, G] rewards -> [P, G] advantages: minus the group mean, divided by the group's
-    (unbiased) std + 1e-4 when `scale` (TRL's `scale_rewards="group"`; Dr. GRPO: no scale)."""
-    centred = rewards - rewards.mean(dim=1, keepdim=True)
-    if not scale:
-        return centred
-    return centred / (rewards.std(dim=1, keepdim=True) + 1e-4)
 
 
 def grpo_loss(logps: torch.Tensor, old_logps: torch.Tensor, ref_logps: torch.Tensor | None,
@@ -126,37 +118,30 @@ def response_logps(model, prompts: torch.Tensor, responses: torch.Tensor, frame_
 
 
 # -- tasks and models ------------------------------------------------------------------
-def _registered(args):
-    from rlvr_envs.registration import entry
-
-    registered = entry(args.env_id)
-    return registered, {**registered.kwargs, **args.kwargs()}
-
-
 def build_held_out(args):
     """The held-out task: `data_dir`'s test split, or the env's embedded held-out set."""
-    from rlvr_envs.core.factory import build_task
+    from rlvr_envs.registration import entry, task_from_env_id
 
-    registered, kwargs = _registered(args)
+    kwargs = {**entry(args.env_id).kwargs, **args.kwargs()}
     if "data_dir" in kwargs:
         kwargs["split"] = "test"
-    return build_task(registered.task, **kwargs)
+    return task_from_env_id(args.env_id, **kwargs)
 
 
 def build_training(args, held_out):
     """The training task: `data_dir`'s train split, or PushT episodes generated once (seed
     20000). Training windows start at every frame and every phase of the frame skip."""
-    from rlvr_envs.core.factory import build_task
+    from rlvr_envs.registration import entry, task_from_env_id
     from rlvr_envs.video.task import embedded_heldout_dir
 
-    registered, kwargs = _registered(args)
+    kwargs = {**entry(args.env_id).kwargs, **args.kwargs()}
     if "data_dir" in kwargs:
         kwargs["split"] = "train"
     else:
         resolution = held_out.tokenizer.config.resolution[0]
         kwargs["data_dir"] = embedded_heldout_dir(args.train_episodes, resolution, seed=TRAIN_EPISODES_SEED)
     kwargs.update(frame_offsets=tuple(range(held_out.config.frame_skip)), window_stride=1)
-    return build_task(registered.task, **kwargs)
+    return task_from_env_id(args.env_id, **kwargs)
 
 
 def build_rollout_training(args, held_out):
@@ -188,11 +173,9 @@ def start_model_dir(args, task) -> str:
 
 
 def _with_lora(model, args):
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
-    config = LoraConfig(r=args.lora_r, lora_alpha=args.lora_alpha, lora_dropout=0.0,
-                        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"])
-    return get_peft_model(model, config)
+    return get_peft_model(model, lora_config(args.lora_r, args.lora_alpha))
 
 
 def evaluate(model, task, indices: list[int], seed: int) -> dict[str, dict[str, float]]:

@@ -66,7 +66,7 @@ class Args:
 
 def training_task(env_id: str, model: str, env_kwargs: tuple[str, ...]) -> Any:
     """The training split of `env_id` tokenized for `model` (what `trainers.grpo_language` trains on)."""
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from trainers.sft import model_tokenizer_kwargs, split_kwargs
 
     kwargs = model_tokenizer_kwargs(model, parse_env_kwargs(env_kwargs))

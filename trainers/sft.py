@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_envs.core.files import check_model_source
-from trainers.common import parse_dataclass_args, parse_env_kwargs
+from trainers.common import lora_config, parse_dataclass_args, parse_env_kwargs
 
 #: from-scratch LLaMA sizes for text world models (compare rlvr_envs.video.world_model.PRESETS)
 TEXT_PRESETS: dict[str, dict[str, int]] = {
@@ -172,7 +172,7 @@ def trim_log_for_resume(out: str | Path, resume_from: str | None) -> None:
     from rlvr_envs.core.files import keep_log_until, read_json
     from trainers.common import RESUME_REMEDY
 
-    if not is_main_process():
+    if int(os.environ.get("RANK", "0")) != 0:  # the main process alone writes the log
         return
     step = 0
     if resume_from:
@@ -236,16 +236,6 @@ def save_final(model: Any, tokenizer: Any, folder: str | Path) -> Path:
     return folder
 
 
-def lora_config(r: int, alpha: int):
-    from peft import LoraConfig
-
-    return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
-
-
-def is_main_process() -> bool:
-    return int(os.environ.get("RANK", "0")) == 0
-
-
 # -- the model --------------------------------------------------------------------------------
 
 def build_text_model(tokenizer: Any, preset: str = "small", max_len: int = 2048, seed: int = 0):
@@ -297,7 +287,7 @@ def main(args: Args) -> dict[str, Any]:
     import torch
     from trl import SFTTrainer
 
-    from rlvr_envs.integrations import task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, held_out_indices
     from rlvr_envs.integrations.trl import balanced_indices
 

@@ -16,7 +16,7 @@ simulator steps per kept frame (the PushT tasks' frame stride). `--init-context`
 context branch from a trained per-frame tokenizer (frozen unless `--train-context`), so its
 context codes are that tokenizer's codes. Training stops at `--steps` or `--max-seconds`
 (the learning-rate schedule follows whichever ends first); the run ends with held-out
-metrics (`benchmarks.compressed_tokenizer`) written into the model card.
+metrics (`rlvr_envs.video.compressed_tokenizer.evaluate_clips`) written into the model card.
 """
 
 from __future__ import annotations
@@ -120,8 +120,8 @@ def _perceptual(weight: float):
 def main(args: Args) -> dict:
     from tqdm.auto import tqdm
 
-    from benchmarks.compressed_tokenizer import evaluate_clips, heldout_clips
-    from rlvr_envs.video.compressed_tokenizer import CompressedTokenizer, CompressedTokenizerConfig
+    from rlvr_envs.video.compressed_tokenizer import (CompressedTokenizer, CompressedTokenizerConfig, evaluate_clips,
+                                                      heldout_clips)
     from rlvr_envs.video.frame_tokenizer import FrameTokenizer
 
     args.validate()

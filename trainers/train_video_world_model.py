@@ -110,7 +110,7 @@ def training_arrays(task) -> tuple[np.ndarray, np.ndarray]:
 @torch.no_grad()
 def evaluate(model, task, windows: list[int], seed: int, top_k: int = 100, batch: int = 16) -> dict[str, dict]:
     """Held-out metrics of the model's samples and of the baselines, in raw units."""
-    from rlvr_envs.video import metrics
+    from baselines.video import copy_last_frame_pixels, copy_last_frame_responses
     from rlvr_envs.video.world_model import generate_responses
 
     layout = task.layout
@@ -123,18 +123,10 @@ def evaluate(model, task, windows: list[int], seed: int, top_k: int = 100, batch
         given = None if task.config.layout == "single" else np.stack([task.given_action_tokens(i) for i in chunk])
         sampled = generate_responses(model, prompts, layout, given, temperature=1.0, top_k=top_k,
                                      seed=seed + start)
-        copies = []
-        for i in chunk:
-            last = task.transition(i).meta["last_history_codes"]
-            codes = np.tile(last, (task.config.future_frames, 1))
-            copies.append(layout.response(codes, None if given is None else task.given_action_tokens(i)))
         rows["model"] += task.verify(chunk, list(sampled))
-        rows["copy_last_frame_tokens"] += task.verify(chunk, copies)
+        rows["copy_last_frame_tokens"] += task.verify(chunk, copy_last_frame_responses(task, chunk))
         rows["tokenizer_ceiling"] += task.verify(chunk, [task.target_ids(i) for i in chunk])
-        for i in chunk:
-            transition = task.transition(i)
-            last = np.repeat(transition.state[-1:], task.config.future_frames, axis=0)
-            pixel_copy.append(metrics.video_prediction_metrics(last[None], transition.next_state[None]).mean())
+        pixel_copy += copy_last_frame_pixels(task, chunk)
     report = {name: {key: float(np.mean([r.metrics[key] for r in results]))
                      for key in ("mae", "mse", "psnr", "ssim", "repetition")} | {
                          "parsed": float(np.mean([r.parsed for r in results]))}
@@ -148,7 +140,7 @@ def main(args: Args) -> dict:
     from tqdm.auto import tqdm
     from transformers import LlamaForCausalLM
 
-    from rlvr_envs.video.world_model import build_world_model, check_model_vocabulary, save_world_model
+    from rlvr_envs.video.world_model import build_world_model, check_world_model_config, save_world_model
 
     args.validate()
     torch.manual_seed(args.seed)
@@ -177,7 +169,7 @@ def main(args: Args) -> dict:
     else:
         model = build_world_model(train_task.vocab, sequences.shape[1], args.preset, args.seed)
         state = None
-    check_model_vocabulary(model, train_task.vocab)
+    check_world_model_config(model.config, train_task.vocab, train_task.layout)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01, betas=(0.9, 0.95))
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min(1.0, (s + 1) / args.warmup) * 0.5 * (1 + np.cos(np.pi * min(1.0, s / args.steps))))

@@ -6,6 +6,7 @@ import dataclasses
 import functools
 from typing import Any
 
+from rlvr_envs.core.extras import needs_extra
 from rlvr_envs.core.task import Task
 from rlvr_envs.core.util import import_string
 
@@ -16,7 +17,12 @@ def build_task(task: str | type[Task], **kwargs: Any) -> Task:
     Unknown keyword arguments fail here, naming the allowed ones, so a typo in
     `gym.make(..., data_dri=...)` is caught at once instead of being silently ignored.
     """
-    cls = import_string(task) if isinstance(task, str) else task
+    if isinstance(task, str):
+        domain = task.split(".")[1] if task.startswith("rlvr_envs.") else task
+        with needs_extra(f"{task} (the {domain} ids)"):
+            cls = import_string(task)
+    else:
+        cls = task
     config_cls = cls.Config
     allowed = [f.name for f in dataclasses.fields(config_cls)]
     unknown = sorted(set(kwargs) - set(allowed))

@@ -35,7 +35,15 @@ def score_group(group: BatchedNextStatePredictionVectorEnv, index: int,
     return rewards, infos["final_info"]
 
 
-def group_advantages(rewards: Sequence[float], eps: float = 1e-4) -> np.ndarray:
-    """GRPO's group-relative advantage: (r - mean) / (std + eps) within one group."""
+def group_advantages(rewards: Any, scale: bool = True, eps: float = 1e-4) -> Any:
+    """GRPO's group-relative advantages of [..., G] rewards (a group on the last axis), as TRL's
+    `GRPOTrainer` computes them: minus the group mean, divided by the group's sample std
+    (Bessel-corrected, like `torch.std`) + 1e-4 when `scale` (TRL's `scale_rewards="group"`;
+    Dr. GRPO: no scale). A torch tensor stays a tensor (device and autograd kept); anything
+    else comes back as a float64 NumPy array."""
+    if hasattr(rewards, "detach"):
+        centred = rewards - rewards.mean(dim=-1, keepdim=True)
+        return centred / (rewards.std(dim=-1, keepdim=True) + eps) if scale else centred
     rewards = np.asarray(rewards, dtype=np.float64)
-    return (rewards - rewards.mean()) / (rewards.std() + eps)
+    centred = rewards - rewards.mean(axis=-1, keepdims=True)
+    return centred / (rewards.std(axis=-1, ddof=1, keepdims=True) + eps) if scale else centred

@@ -1,53 +1,75 @@
-"""The one run record every benchmark and time-bounded run writes: program, argv, machine,
-git commit, start/end, the machine's load before and after, and the CPU share the run got.
+"""Run records: what every results file says about how it was made.
 
-Timings taken while other jobs load the machine read as regressions (issue 33: a verifier
-measured at 403 us on a loaded machine runs in 69.5 us on a quiet one), so a record says
-whether its run was **under load**: the 1-minute load average before the run above
-`QUIET_LOAD`, or after it above the run's own threads plus `QUIET_LOAD`. Tables print
-`RunRecord.note()` beside their numbers, and readers re-run flagged tables on a quiet machine.
-
-    record = RunRecord.start("python -m benchmarks.env_overhead", threads=1)
-    ...  # measure
-    result = {"run": record.finish(), ...}
+One format, written by one helper, so a reader (and the docs generator) finds the same
+keys in every results file: `program`, `command` (the line that reproduces the run),
+`argv`, `machine`, `load` (1-minute load average before and after: timings taken on a busy
+machine are flagged, not hidden), `start`, `end`, `seconds`, `cpu_share` (CPU seconds used
+over wall seconds x threads: what share of its threads the run really got) and `git_commit`.
+Tables print `note(record)` beside their numbers; a time-bounded run that did fewer steps
+than planned says why with `shortfall_note`.
 """
 
 from __future__ import annotations
 
-import datetime
+import argparse
 import os
 import platform
 import resource
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-#: a 1-minute load average at most this far above the run's own threads counts as quiet
-QUIET_LOAD = 0.5
-REPO = Path(__file__).resolve().parents[2]
+#: a 1-minute load average per core above this marks timings as taken on a busy machine
+BUSY_LOAD_PER_CORE = 0.5
 
 
-def git_commit() -> str:
-    """The checkout's commit (with "+dirty" when files differ from it), or "unknown"."""
+def recorded_command(program: str, args: argparse.Namespace) -> str:
+    """The command line that reproduces a parsed command (for results files): every option
+    with a value, flags only when set; the parser's own fields left out."""
+    def shown(value: Any) -> str:  # list values (e.g. --noise 0,10,25) as they are typed
+        return ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in value) \
+            if isinstance(value, (list, tuple)) else str(value)
+
+    flags = [f"--{key.replace('_', '-')}" + ("" if value is True else f" {shown(value)}")
+             for key, value in vars(args).items()
+             if key not in ("func", "command", "check") and value is not None and value is not False
+             and value != [] and value != ()]
+    return " ".join([program, *flags])
+
+
+def machine_description(threads: int | None = None) -> str:
+    """CPU architecture, cores, torch threads when given, and the accelerator when torch sees one."""
+    parts = [platform.machine(), f"{os.cpu_count()} cores"]
+    if threads is not None:
+        parts.append(f"{threads} torch threads")
+    torch = sys.modules.get("torch")  # only described when the run already uses torch
+    if torch is not None and torch.cuda.is_available():
+        parts.append(torch.cuda.get_device_name(0))
+    else:
+        parts.append("CPU only")
+    return ", ".join(parts)
+
+
+def git_commit(root: str | os.PathLike | None = None) -> str | None:
+    """The checkout's commit (with "+dirty" when files differ), or None outside a git checkout."""
+    cwd = Path(root) if root is not None else Path(__file__).resolve().parents[2]
     try:
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                                timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return (commit + ("+dirty" if dirty else "")) if commit else "unknown"
+        return None
+    return commit + ("+dirty" if dirty else "")
 
 
-def load_average() -> list[float]:
-    """The 1-, 5- and 15-minute load averages ([] where the OS has none)."""
+def _load() -> float | None:
     try:
-        return [round(v, 2) for v in os.getloadavg()]
-    except (OSError, AttributeError):
-        return []
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
 
 
 def cpu_seconds() -> float:
@@ -56,63 +78,47 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def machine() -> dict[str, Any]:
-    return {"platform": platform.platform(terse=True), "machine": platform.machine(), "cpu_count": os.cpu_count(),
-            "python": platform.python_version()}
-
-
-@dataclass
 class RunRecord:
-    program: str
-    argv: list[str]
-    threads: int  #: CPU threads the run means to use (its share of the machine is judged against them)
-    machine: dict[str, Any] = field(default_factory=machine)
-    commit: str = field(default_factory=git_commit)
-    started: str = ""
-    load_before: list[float] = field(default_factory=list)
-    finished: str = ""
-    load_after: list[float] = field(default_factory=list)
-    seconds: float = 0.0
-    cpu_share: float = 0.0  #: CPU seconds used / (wall seconds x threads): 1.0 = every thread ran all the time
-    under_load: bool = False
-    _wall: float = 0.0
-    _cpu: float = 0.0
+    """Start it before the work, call `finish()` after; `finish()` returns the record's dict.
 
-    @classmethod
-    def start(cls, program: str, threads: int = 1, argv: list[str] | None = None) -> "RunRecord":
-        record = cls(program, list(sys.argv[1:] if argv is None else argv), max(1, int(threads)))
-        record.started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        record.load_before = load_average()
-        record._wall, record._cpu = time.perf_counter(), cpu_seconds()
-        return record
+        record = RunRecord("python -m benchmarks.x", args)
+        ...
+        report = {"run": record.finish(), "results": ...}
+    """
+
+    def __init__(self, program: str, args: argparse.Namespace | None = None, threads: int | None = None):
+        self.program = program
+        self.command = recorded_command(program, args) if args is not None else " ".join([program, *sys.argv[1:]])
+        self.argv = list(sys.argv)
+        self.threads = threads
+        self.start = time.time()
+        self.load_before = _load()
+        self._clock, self._cpu = time.perf_counter(), cpu_seconds()
 
     def finish(self) -> dict[str, Any]:
-        """Close the record (end time, load after, CPU share, the under-load flag) and return it as a dict."""
-        self.seconds = round(time.perf_counter() - self._wall, 3)
-        self.cpu_share = round((cpu_seconds() - self._cpu) / max(self.seconds * self.threads, 1e-9), 3)
-        self.finished = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        self.load_after = load_average()
-        before = self.load_before[0] if self.load_before else 0.0
-        after = self.load_after[0] if self.load_after else 0.0
-        self.under_load = before > QUIET_LOAD or after > self.threads + QUIET_LOAD
-        return self.as_dict()
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if not k.startswith("_")}
-
-    def note(self) -> str:
-        """One line for a results table: where, when, the load, and the flag."""
-        return note(self.as_dict())
+        end = time.time()
+        wall, cpu = time.perf_counter() - self._clock, cpu_seconds() - self._cpu
+        load_after = _load()
+        loads = [v for v in (self.load_before, load_after) if v is not None]
+        busy = bool(loads) and max(loads) > BUSY_LOAD_PER_CORE * (os.cpu_count() or 1)
+        return {"program": self.program, "command": self.command, "argv": self.argv,
+                "machine": machine_description(self.threads),
+                "load": {"before": self.load_before, "after": load_after, "busy": busy},
+                "start": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(self.start)) + " UTC",
+                "end": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(end)) + " UTC",
+                "seconds": round(end - self.start, 1), "threads": self.threads or 1,
+                "cpu_share": round(cpu / max(wall * (self.threads or 1), 1e-9), 3), "git_commit": git_commit()}
 
 
 def note(record: dict[str, Any]) -> str:
-    """`RunRecord.note` of a saved record (a results file's "run")."""
-    flag = ("**UNDER LOAD: other jobs shared the machine, so timings read slower than they are; re-run on a quiet "
-            "machine before comparing**") if record.get("under_load") else "quiet machine"
-    cores = record.get("machine", {}).get("cpu_count")
-    return (f"{record.get('started', '?')}, commit {record.get('commit', '?')}, {cores} cores, {record.get('threads')} "
-            f"thread(s); 1-min load average before/after {fmt(record.get('load_before'))} / "
-            f"{fmt(record.get('load_after'))}, CPU share {record.get('cpu_share', 0):.0%}: {flag}")
+    """One line for a results table: when, where, the load (flagged when busy) and the CPU share."""
+    load = record.get("load", {})
+    flag = ("**BUSY MACHINE: other jobs shared it, so timings read slower than they are; re-run on a quiet "
+            "machine before comparing**") if load.get("busy") else "quiet machine"
+    commit = (record.get("git_commit") or "?")[:12]
+    return (f"{record.get('start', '?')}, commit {commit}, {record.get('machine', '?')}; 1-min load average "
+            f"before/after {_fmt(load.get('before'))} / {_fmt(load.get('after'))}, CPU share "
+            f"{record.get('cpu_share', 0):.0%} of {record.get('threads', 1)} thread(s): {flag}")
 
 
 #: a run that used less of its threads than this was starved by other jobs
@@ -124,15 +130,15 @@ def shortfall_note(what: str, planned: int, done: int, record: dict[str, Any]) -
     how many it did and why (starved of CPU by other jobs, or simply out of time)."""
     if done >= planned:
         return None
-    share, threads = record.get("cpu_share", 0.0), record.get("threads", 1)
-    load = f"1-min load average before/after {fmt(record.get('load_before'))} / {fmt(record.get('load_after'))}"
-    if share < STARVED_SHARE or record.get("under_load"):
+    share, threads, load = record.get("cpu_share", 0.0), record.get("threads", 1), record.get("load", {})
+    loads = f"1-min load average before/after {_fmt(load.get('before'))} / {_fmt(load.get('after'))}"
+    if share < STARVED_SHARE or load.get("busy"):
         return (f"{what} stopped at its time limit after {done} of {planned} planned steps: it got {share:.0%} of its "
-                f"{threads} thread(s) ({load}), so other jobs shared the machine; re-run on a quiet machine for "
+                f"{threads} thread(s) ({loads}), so other jobs shared the machine; re-run on a quiet machine for "
                 "the full run")
     return (f"{what} stopped at its time limit after {done} of {planned} planned steps with {share:.0%} of its "
-            f"{threads} thread(s) ({load}); give it more minutes for more steps")
+            f"{threads} thread(s) ({loads}); give it more minutes for more steps")
 
 
-def fmt(load: list[float] | None) -> str:
-    return f"{load[0]:.2f}" if load else "?"
+def _fmt(value: float | None) -> str:
+    return "?" if value is None else f"{value:.2f}"

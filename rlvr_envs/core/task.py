@@ -1,4 +1,4 @@
-"""Task = dataset of transitions + codec + batched verifier (DESIGN.md §3).
+"""Task = dataset of transitions + codec + batched verifier.
 
 Every environment, vector env, TRL reward function and benchmark talks to a `Task`; a new
 dataset family only has to implement this protocol. Text families subclass `TextTask`,
@@ -93,15 +93,6 @@ class Task(abc.ABC):
             arrays = cache[index] = (prompt, length)
         return arrays
 
-    def blank_response(self) -> np.ndarray:
-        """A read-only response array of `max_response_len` pad tokens (copied per observation)."""
-        blank = self.__dict__.get("_blank_response")
-        if blank is None or len(blank) != self.max_response_len:
-            blank = np.full(self.max_response_len, self.pad_token_id, dtype=np.int64)
-            blank.setflags(write=False)
-            self._blank_response = blank
-        return blank
-
     def max_reward(self, index: int) -> float:
         """The reward of a perfect prediction for this transition."""
         return 1.0
@@ -117,7 +108,7 @@ class Task(abc.ABC):
 
     def render_text(self, index: int, response_ids: Sequence[int] | None = None) -> str:
         """Human-readable view of a transition and (optionally) a response."""
-        return f"{self.name}[{index}] {self.transition(index).uid}"
+        return f"{type(self).__name__}[{index}] {self.transition(index).uid}"
 
 
 class TextTask(Task):

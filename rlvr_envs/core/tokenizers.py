@@ -7,10 +7,14 @@ BPE trained with the `tokenizers` library on generated MiniTextWorld text
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from pathlib import Path
 from typing import Any
 
-EMBEDDED_DIR = Path(__file__).resolve().parents[1] / "assets" / "tokenizers"
+from rlvr_envs.core.paths import ASSETS
+
+EMBEDDED_DIR = ASSETS / "tokenizers"
 EMBEDDED = {"minitextworld": EMBEDDED_DIR / "minitextworld", "miniweb": EMBEDDED_DIR / "miniweb"}
 DEFAULT_TOKENIZER = "minitextworld"
 
@@ -22,6 +26,8 @@ def load_tokenizer(spec: Any = None):
         spec = DEFAULT_TOKENIZER
     if not isinstance(spec, (str, Path)):
         return spec
+    if importlib.util.find_spec("torch") is None:  # the core install: tokenizers need no torch, so no advice
+        os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     from transformers import AutoTokenizer
 
     from rlvr_envs.core.files import check_checkpoint_dir

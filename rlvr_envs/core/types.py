@@ -1,4 +1,4 @@
-"""The records every task, env and trainer exchange (DESIGN.md §3)."""
+"""The records every task, env and trainer exchange."""
 
 from __future__ import annotations
 

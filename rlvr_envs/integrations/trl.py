@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rlvr_envs.core.types import RewardResult
-from rlvr_envs.integrations import task_from_env_id
+from rlvr_envs.registration import task_from_env_id
 
 logger = logging.getLogger(__name__)
 
@@ -215,7 +215,10 @@ def prompt_dataset(env_id: str, split: str | None = None, indices: Sequence[int]
     `split` is passed to the task like any env argument (None: the task's default);
     `indices` picks and orders rows (repeats allowed, e.g. from `balanced_indices`).
     """
-    from datasets import Dataset
+    from rlvr_envs.core.extras import needs_extra
+
+    with needs_extra("prompt_dataset (a Hugging Face Dataset)", extra="train"):
+        from datasets import Dataset
 
     if task is None:
         if split is not None:

@@ -44,7 +44,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rlvr_envs.integrations import task_from_env_id
+from rlvr_envs.registration import task_from_env_id
 from rlvr_envs.integrations.trl import solved
 
 logger = logging.getLogger(__name__)

@@ -174,7 +174,7 @@ def pose_features(frames: np.ndarray) -> np.ndarray:
     distance does not (two frames whose block images do not overlap are all equally far).
     An object the frame does not show sits at `POSE_MISSING`, so a candidate whose predicted
     frame lost the agent or the block costs more than any in which it is drawn anywhere."""
-    from rlvr_envs.policy_eval.pusht_judge import read_objects
+    from rlvr_envs.video.pusht.judge import read_objects
 
     features = np.full((len(frames), 6), POSE_MISSING)
     for i, frame in enumerate(np.asarray(frames)):

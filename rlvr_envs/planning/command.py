@@ -26,7 +26,9 @@ PLANNERS = ("base", "rlvr", "random", "true_sim", "blind")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from rlvr_envs.planning.cem import OBJECTIVES
+    from rlvr_envs.planning.cem import OBJECTIVES, CEMConfig
+
+    cem = CEMConfig()  # the one home of the CEM defaults (DINO-WM's)
 
     parser.add_argument("--planners", type=planner_list, default="base,random,true_sim",
                         help=f"comma-separated, of {','.join(PLANNERS)} (rlvr needs --rlvr-model)")
@@ -45,11 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="recorded frames before the start the planners see (a frame every chunk, and the "
                              "chunks between them): a learned simulator's first plan then starts from real motion "
                              "(0: the start frame alone, an agent at rest)")
-    parser.add_argument("--horizon", type=at_least(1), default=5, help="CEM plan length in chunks")
-    parser.add_argument("--samples", type=at_least(1), default=300, help="CEM samples per iteration")
-    parser.add_argument("--top-k", type=at_least(1), default=30, help="CEM elites (<= --samples)")
-    parser.add_argument("--iterations", type=at_least(1), default=30, help="CEM iterations")
-    parser.add_argument("--init-std", type=real_at_least(0.0, strictly=True), default=60.0,
+    parser.add_argument("--horizon", type=at_least(1), default=cem.horizon, help="CEM plan length in chunks")
+    parser.add_argument("--samples", type=at_least(1), default=cem.samples, help="CEM samples per iteration")
+    parser.add_argument("--top-k", type=at_least(1), default=cem.top_k, help="CEM elites (<= --samples)")
+    parser.add_argument("--iterations", type=at_least(1), default=cem.iterations, help="CEM iterations")
+    parser.add_argument("--init-std", type=real_at_least(0.0, strictly=True), default=cem.init_std,
                         help="CEM initial standard deviation (px)")
     parser.add_argument("--rounds", type=at_least(1), default=2, help="plans per episode (MPC)")
     parser.add_argument("--execute", type=at_least(1), default=None, help="chunks executed per plan (None: all)")
@@ -85,22 +87,12 @@ def check(args: argparse.Namespace) -> None:
     CEMConfig(args.horizon, args.samples, args.top_k, args.iterations, args.init_std).validate()
 
 
-def save_gif(path: Path, rows: list[np.ndarray], fps: int = 2) -> None:
-    """Frames side by side per time step ([T, H, W, 3] each, padded to the longest), upscaled 4x."""
-    from PIL import Image
-
-    length = max(len(r) for r in rows)
-    padded = [np.concatenate([r, np.repeat(r[-1:], length - len(r), axis=0)]) for r in rows]
-    frames = np.concatenate(padded, axis=2).repeat(4, axis=1).repeat(4, axis=2)
-    images = [Image.fromarray(f) for f in frames]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    images[0].save(path, save_all=True, append_images=images[1:], duration=int(1000 / fps), loop=0)
-
-
 def save_episode_gif(path: Path, real, task, result) -> None:
     """A recorded episode side by side: the real rollout, the goal image, and (learned simulators)
     the simulator's prediction of the first plan."""
     goal = real.render_physics(task.goal)
+    from rlvr_envs.video.gif import save_gif
+
     strips = [result.frames, np.repeat(goal[None], len(result.frames), axis=0)]
     if result.predicted is not None:
         strips.append(np.concatenate([result.frames[:1], result.predicted]))
@@ -204,7 +196,7 @@ def run_objective(report: dict) -> str:
 
 
 def _report(args, config, mpc, data, summary, rows) -> dict:
-    from rlvr_envs.cli import recorded_command
+    from rlvr_envs.core.records import recorded_command
 
     return {"command": recorded_command("rlvr-world plan", args),
             "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "time": time.strftime("%Y-%m-%d %H:%M"),

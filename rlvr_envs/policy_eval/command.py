@@ -4,7 +4,9 @@
     rlvr-world policy-eval --model runs/grpo_pusht/final --out runs/real2sim_rlvr
 
 Policies: the image-based family (`pusht_policy_family`: pixel expert at `--noise` levels
-and random). Starts: states of held-out episodes `--lead` simulator steps before their end
+and random) and your own, `--policy MODULE:NAME` (repeatable; a callable image -> chunk of
+5 targets, or a SIMPLER-style object with reset(instruction) and step(image); reported under
+NAME); `--no-family` leaves the family out (Pearson and MMRV need two policies or more). Starts: states of held-out episodes `--lead` simulator steps before their end
 (so good policies can finish within `--max-steps` chunks). Writes OUT/results.json
 (per-policy success in both simulators, Pearson and MMRV) and OUT/gifs/<policy>.gif (real
 rollout beside the learned simulator's) for the first start.
@@ -36,6 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="start this many simulator steps before an episode's end")
     parser.add_argument("--max-steps", type=at_least(1), default=20, help="chunks (of 5 simulator steps) per rollout")
     parser.add_argument("--noise", type=number_list(0.0), default="0,10,25,50", help="pixel-expert noise levels (px)")
+    parser.add_argument("--policy", action="append", default=[], metavar="MODULE:NAME",
+                        help="your policy (repeatable): a callable image -> action or a SIMPLER-style object")
+    parser.add_argument("--family", action=argparse.BooleanOptionalAction, default=True,
+                        help="also run the built-in PushT policy family (pixel expert at --noise levels, random)")
     parser.add_argument("--success", default="any", choices=("any", "final"),
                         help="success at any step of a rollout or at its final frame")
     parser.add_argument("--success-coverage", type=open_fraction, default=0.8,
@@ -47,7 +53,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=at_least(0), default=0, help="seed of the starts and the policies")
     parser.add_argument("--threads", type=at_least(1), default=None, help="torch threads (None: torch's default)")
     parser.add_argument("--out", type=output_dir, required=True, help="output folder (results.json, gifs/)")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, check=check)
+
+
+def check(args: argparse.Namespace) -> None:
+    """What argparse types cannot see, before any model loads: the --policy specs, and that some policy runs."""
+    from rlvr_envs.policy_eval.policies import load_policy
+
+    for spec in args.policy:
+        load_policy(spec)  # a bad spec raises ValueError naming it
+    if not args.policy and not args.family:
+        raise ValueError("no policy to run: give --policy MODULE:NAME or keep --family")
 
 
 def real2sim_starts(episodes, count: int, lead: int, seed: int = 0) -> list[np.ndarray]:
@@ -65,14 +81,23 @@ def real2sim_starts(episodes, count: int, lead: int, seed: int = 0) -> list[np.n
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from rlvr_envs.cli import recorded_command
-    from rlvr_envs.planning.command import save_gif
-    from rlvr_envs.policy_eval.policies import pusht_policy_family
+    from rlvr_envs.core.records import recorded_command
+    from rlvr_envs.policy_eval.policies import load_policy, pusht_policy_family
     from rlvr_envs.policy_eval.real2sim import evaluate
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
+    from rlvr_envs.video.gif import save_gif
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
 
+    try:
+        mine = [load_policy(spec) for spec in args.policy]
+    except ValueError as exc:
+        raise SystemExit(f"rlvr-world policy-eval: error: {exc}") from None
+    noise = args.noise if isinstance(args.noise, tuple) else number_list(0.0)(args.noise)  # a caller may pass text
+    family = pusht_policy_family(list(noise), seed=args.seed) if args.family else []
+    policies = family + mine
+    if not policies:
+        raise SystemExit("rlvr-world policy-eval: error: no policy to run: give --policy MODULE:NAME or keep --family")
     if args.threads:
         torch.set_num_threads(args.threads)
     data = args.data or embedded_heldout_dir(args.heldout_episodes, 64)
@@ -80,8 +105,6 @@ def run(args: argparse.Namespace) -> int:
     starts = real2sim_starts(episodes, args.starts, args.lead, args.seed)
     learned = LearnedPushTSim(args.model, args.tokenizer, temperature=args.temperature, reward="none")
     real = PushTChunkEnv(resolution=learned.resolution[0])
-    noise = args.noise if isinstance(args.noise, tuple) else number_list(0.0)(args.noise)  # the default is text
-    policies = pusht_policy_family(list(noise), seed=args.seed)
     result = evaluate(policies, learned, real, starts, args.max_steps, args.success, record=1, progress=True,
                       success_coverage=args.success_coverage)
     out = Path(args.out)
@@ -91,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
             save_gif(out / "gifs" / f"{policy}.gif", [pair[1], pair[0]])  # real | learned
     report = {"command": recorded_command("rlvr-world policy-eval", args),
               "model": learned.model_name, "time": time.strftime("%Y-%m-%d %H:%M"), "data": str(data),
-              "judge": f"frame judge (rlvr_envs.policy_eval.pusht_judge) in both simulators, success = judged "
+              "judge": f"frame judge (rlvr_envs.video.pusht.judge) in both simulators, success = judged "
                        f"coverage > {args.success_coverage}; real_env_success is the real env's own coverage over "
                        f"the same bar", "policies": result["policies"], "summary": result["summary"],
               "rollouts": [{k: v for k, v in vars(r).items() if k != "frames"} for r in result["rollouts"]]}

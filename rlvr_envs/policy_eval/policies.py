@@ -9,7 +9,7 @@
 - a Stable-Baselines3 model (`predict(obs, deterministic=True) -> (action, state)`).
 
 `pusht_policy_family()` builds image-based PushT policies of graded quality: the scripted
-expert driven by poses read from pixels (`pusht_judge`) at several noise levels, and a
+expert driven by poses read from pixels (`video.pusht.judge`) at several noise levels, and a
 random policy; each returns one chunk of 5 targets per frame.
 """
 
@@ -48,11 +48,39 @@ def _action_of(output: Any) -> Any:
     return output
 
 
+def load_policy(spec: str) -> Policy:
+    """The user's policy named `MODULE:NAME` (importable from the working directory): a callable
+    `image -> action`, a SIMPLER-style object, or a class of either (built with no arguments),
+    reported under NAME (or the object's own `name`). Bad specs raise ValueError in one line."""
+    import importlib
+    import os
+    import sys
+
+    module, sep, attr = spec.partition(":")
+    if not sep or not module or not attr:
+        raise ValueError(f"--policy {spec!r}: expected MODULE:NAME, e.g. my_policies:greedy")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # a console script does not put the working directory on the path
+    try:
+        found = getattr(importlib.import_module(module), attr)
+    except ImportError as exc:
+        raise ValueError(f"--policy {spec!r}: cannot import {module} ({exc}); run from the folder holding it or "
+                         f"install it") from None
+    except AttributeError:
+        raise ValueError(f"--policy {spec!r}: {module} has no {attr}") from None
+    if isinstance(found, type):
+        found = found()
+    try:
+        return as_policy(found, name=getattr(found, "name", None) or attr)
+    except TypeError as exc:
+        raise ValueError(f"--policy {spec!r}: {exc}") from None
+
+
 def as_policy(obj: Any, name: str | None = None) -> Policy:
     """Adapt a callable, a SIMPLER-style object or an SB3 model (see the module doc)."""
     if isinstance(obj, Policy):
         return obj
-    label = name or getattr(obj, "name", None) or type(obj).__name__
+    label = name or getattr(obj, "name", None) or getattr(obj, "__name__", None) or type(obj).__name__
     if hasattr(obj, "predict") and not hasattr(obj, "step"):  # SB3
         return Policy(label, lambda image: obj.predict(image, deterministic=True)[0])
     if hasattr(obj, "step") and hasattr(obj, "reset"):  # SIMPLER
@@ -89,7 +117,7 @@ class PixelExpert:
         self.last = np.full(2, ARENA_SIZE / 2)
 
     def step(self, image: np.ndarray) -> np.ndarray:
-        from rlvr_envs.policy_eval.pusht_judge import read_objects
+        from rlvr_envs.video.pusht.judge import read_objects
 
         seen = read_objects(image)
         pose, agent = seen.block, seen.agent

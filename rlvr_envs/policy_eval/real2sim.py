@@ -3,7 +3,7 @@
 `evaluate(policies, learned, real, starts)` runs every policy from every start state in
 both simulators (chunk envs with the same interface: `LearnedPushTSim`, `PushTChunkEnv`),
 for `max_steps` chunks each, and judges success the same way in both: the frame judge
-(`pusht_judge`) on the frames the simulator shows, success = judged coverage >
+(`video.pusht.judge`) on the frames the simulator shows, success = judged coverage >
 `success_coverage` (gym-pusht's 0.95 by default; 0.8 is the bar the judge reads reliably at
 64x64) at any frame (`success="any"`) or at the final frame (`"final"`, the paper's human
 judge looked at the final frame). The real simulator's own success (its physics' coverage
@@ -43,7 +43,7 @@ def run_policy(env, policy: Policy, start_physics: np.ndarray, max_steps: int, s
                record: bool = False, instruction: str = "push the T onto the goal",
                success_coverage: float = SUCCESS_COVERAGE) -> Rollout:
     """One rollout of `policy` in `env` from `start_physics`, judged from frames."""
-    from rlvr_envs.policy_eval.pusht_judge import judge_frame
+    from rlvr_envs.video.pusht.judge import judge_frame
 
     if success not in SUCCESS_RULES:
         raise ValueError(f"success must be one of {SUCCESS_RULES}, got {success!r}")

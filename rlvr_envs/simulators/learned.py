@@ -35,17 +35,9 @@ def check_world_model_layout(model_config: dict[str, Any], card: dict[str, Any],
     """Fail, naming the model and the tokenizer, when a world model cannot drive this simulator:
     another vocabulary (size, bos/eos/pad), too few positions for prompt + response, or a model
     card saying it was trained for another layout, history or frame skip."""
-    size = model_config.get("vocab_size")
-    ids = (model_config.get("bos_token_id"), model_config.get("eos_token_id"), model_config.get("pad_token_id"))
-    needs = (f"{vocab.frame_codes} frame codes of the tokenizer at {tokenizer_name} + {vocab.action_bins} action "
-             f"bins + bos/eos/pad = {vocab.size}, bos/eos/pad {(vocab.bos, vocab.eos, vocab.pad)}")
-    if size != vocab.size or tuple(ids) != (vocab.bos, vocab.eos, vocab.pad):
-        raise ValueError(f"the world model {model_name} has vocabulary size {size} and bos/eos/pad {ids}, but the "
-                         f"simulator needs {needs}: use a model trained with this tokenizer and PushT's action bins")
-    positions, needed = model_config.get("max_position_embeddings"), layout.prompt_len + layout.response_len
-    if isinstance(positions, int) and positions < needed:
-        raise ValueError(f"the world model {model_name} has {positions} positions, but the single-step layout "
-                         f"over the tokenizer at {tokenizer_name} (history {layout.history}) needs {needed}")
+    from rlvr_envs.video.world_model import check_world_model_config
+
+    check_world_model_config(model_config, vocab, layout, f"the world model {model_name}", tokenizer_name)
     args = card.get("args", {}) if isinstance(card, dict) else {}
     trained = {"layout": args.get("layout"), "frame_skip": args.get("frame_skip"), "history": args.get("history")}
     wanted = {"layout": "single", "frame_skip": layout.action_dims // 2, "history": layout.history}
@@ -53,6 +45,17 @@ def check_world_model_layout(model_config: dict[str, Any], card: dict[str, Any],
     if wrong:
         raise ValueError(f"the world model {model_name} was trained with {wrong} (its card.json), but this simulator "
                          f"runs the single-step layout over the tokenizer at {tokenizer_name} with {wanted}")
+
+
+def slide_window(codes: np.ndarray, action_tokens: np.ndarray, new_codes: np.ndarray,
+                 new_tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The context window's one step, batched over leading axes: drop the oldest frame (and the
+    action after it), append the new frame's codes and the action that led to it.
+    codes [..., history, F], action_tokens [..., history - 1, A]; new_codes [..., F], new_tokens [..., A]."""
+    codes = np.concatenate([codes[..., 1:, :], new_codes[..., None, :]], axis=-2)
+    if action_tokens.shape[-2] > 0:  # history 1 carries no action between frames
+        action_tokens = np.concatenate([action_tokens, new_tokens[..., None, :]], axis=-2)[..., 1:, :]
+    return codes, action_tokens
 
 
 class LearnedPushTSim(gym.Env):
@@ -79,7 +82,7 @@ class LearnedPushTSim(gym.Env):
     ## Reward
     `reward="judge"` (default): PushT's own reward, clip(coverage / 0.95, 0, 1), with the
     coverage read from the predicted frame by the frame judge
-    (`rlvr_envs.policy_eval.pusht_judge`); `reward="none"`: 0 (planners use `rollout`).
+    (`rlvr_envs.video.pusht.judge`); `reward="none"`: 0 (planners use `rollout`).
 
     ## Episode End
     Terminated when the judged coverage exceeds 0.95 (reward "judge"); truncated after
@@ -226,7 +229,7 @@ class LearnedPushTSim(gym.Env):
         frames, chunks = frames[-self.history:], chunks[max(0, len(chunks) - (self.history - 1)):]
         if len(frames) < self.history:
             if agent_position is None:
-                from rlvr_envs.policy_eval.pusht_judge import agent_position as read_agent
+                from rlvr_envs.video.pusht.judge import agent_position as read_agent
 
                 agent_position = read_agent(frames[0])
             stay = np.full(2, ARENA_SIZE / 2) if agent_position is None else np.asarray(agent_position, float)
@@ -311,7 +314,7 @@ class LearnedPushTSim(gym.Env):
         self._steps += 1
         reward, terminated, info = 0.0, False, {"step": self._steps, "actions": self.counts.as_dict()}
         if self.reward_name == "judge":
-            from rlvr_envs.policy_eval.pusht_judge import judge_frame
+            from rlvr_envs.video.pusht.judge import judge_frame
 
             judged = judge_frame(self._frame)
             reward = float(np.clip(judged.coverage / SUCCESS_COVERAGE, 0.0, 1.0))
@@ -322,9 +325,8 @@ class LearnedPushTSim(gym.Env):
 
     def _advance(self, context: SimContext, codes: np.ndarray, tokens: np.ndarray, target: np.ndarray) -> SimContext:
         """The sliding window: drop the oldest frame, append the prediction and its action."""
-        all_tokens = np.concatenate([context.action_tokens, tokens[None]])[1:] if self.history > 1 else \
-            context.action_tokens
-        return SimContext(np.concatenate([context.codes[1:], codes[None]]), all_tokens, np.asarray(target, float))
+        codes, action_tokens = slide_window(context.codes, context.action_tokens, codes, tokens)
+        return SimContext(codes, action_tokens, np.asarray(target, float))
 
     def rollout(self, action_sequences, start: SimContext | None = None, seed: int | None = None,
                 frames: str = "all", return_codes: bool = False):
@@ -358,16 +360,14 @@ class LearnedPushTSim(gym.Env):
             step_seed = None if seed is None else seed + 100_003 * t
             new = self._generate(codes, action_tokens, tokens[:, t], step_seed)
             predicted.append(new)
-            codes = np.concatenate([codes[:, 1:], new[:, None]], axis=1)
-            if self.history > 1:
-                action_tokens = np.concatenate([action_tokens, tokens[:, t, None]], axis=1)[:, 1:]
+            codes, action_tokens = slide_window(codes, action_tokens, new, tokens[:, t])
         all_codes = np.stack(predicted, axis=1)  # [N, H, F]
         out = self.decode(all_codes) if frames == "all" else self.decode(all_codes[:, -1])
         return (out, all_codes) if return_codes else out
 
     def planning_start(self, observation) -> SimContext:
         """The context a planner rolls out from: the real frames (and chunks) seen so far."""
-        from rlvr_envs.policy_eval.pusht_judge import agent_position
+        from rlvr_envs.video.pusht.judge import agent_position
 
         frames = np.asarray(observation.frames)
         agent = observation.agent_position

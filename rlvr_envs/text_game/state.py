@@ -1,4 +1,4 @@
-"""Verifier for text-game states in the ByteSized32 schema (DESIGN.md §4).
+"""Verifier for text-game states in the ByteSized32 schema.
 
 A state is a list of objects `{name, uuid, type, properties{...}, contains[...]}` plus a
 score record `{score, gameOver, gameWon}`. The model answers with the *state difference*
@@ -42,7 +42,7 @@ over the fields that differ between the current and the next state; the term is 
 when none does. Score fields count as changed fields, so a transition that changes only
 the score has a maximum of 1.3 (the reference compares objects only there and gives 0.3).
 
-Deliberate differences from the reference evaluation (documented in README):
+Deliberate differences from the reference evaluation (documented in docs/environments.md):
   * objects the action *creates* are added when the state is rebuilt (the reference drops
     them, so 51 official test rows could never score 1);
   * an unexpected property key costs one wrong field instead of zeroing the reward;
@@ -58,7 +58,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from rlvr_envs.core.answer import AnswerError, parse_json_object
+from rlvr_envs.core.answer import AnswerError
 
 SCORE_FIELDS = ("score", "gameOver", "gameWon")
 #: keys every object of `modified` must carry ("type" only where the real objects carry it)
@@ -281,7 +281,3 @@ def score_prediction(current_flat: dict[tuple, Any], gold_flat: dict[tuple, Any]
 
 def max_task_reward(has_changes: bool) -> float:
     return W_OBJECTS + W_SCORE + W_EXACT + (W_CHANGED if has_changes else 0.0)
-
-
-def parse_difference(text: str) -> dict[str, Any]:
-    return parse_json_object(text)

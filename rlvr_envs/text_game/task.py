@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rlvr_envs.core.answer import parse_json_object
 from rlvr_envs.core.errors import DataError
 from rlvr_envs.core.task import TextTask
 from rlvr_envs.core.types import RewardResult, Transition
@@ -138,7 +139,7 @@ class TextGameTask(TextTask):
         """The next state rebuilt from the predicted difference (raises `AnswerError` for an
         answer that is unparsable or incomplete, see `rlvr_envs.text_game.state`)."""
         state = self.transition(index).state
-        diff = text_state.parse_json_object(text)
+        diff = parse_json_object(text)
         return text_state.apply_difference(text_state.objects_by_uuid(state["objects"]), diff)
 
     def score(self, index: int, prediction: text_state.RebuiltState) -> RewardResult:

@@ -415,3 +415,75 @@ def load_video_tokenizer(directory: str | Path, layout: str | None = None,
     if is_compressed_tokenizer(directory):
         return CompressedTokenizer.load(directory, device=device)
     return FrameTokenizer.load(directory, device=device)
+
+
+#: per-frame metrics of held-out clips (`evaluate_clips`)
+CLIP_METRICS = ("psnr", "ssim", "mae", "mse")
+PSNR_CAP = 100.0  #: an exact copy has infinite PSNR; it counts as this many dB
+
+
+def heldout_clips(episodes: list[np.ndarray], frame_skip: int = 5, clip_frames: int = 5, clip_stride: int = 10,
+                  max_clips: int | None = None, seed: int = 0) -> np.ndarray:
+    """uint8 clips [N, clip_frames, H, W, 3]: frames t, t + skip, ..., starting every `clip_stride` frames."""
+    span = (clip_frames - 1) * frame_skip
+    clips = [frames[t: t + span + 1: frame_skip] for frames in episodes
+             for t in range(0, len(frames) - span, clip_stride)]
+    if not clips:
+        raise ValueError(f"no episode is longer than {span} frames")
+    clips = np.stack(clips)
+    if max_clips is not None and len(clips) > max_clips:
+        clips = clips[np.sort(np.random.default_rng(seed).permutation(len(clips))[:max_clips])]
+    return clips
+
+
+def _frame_metrics(pred: torch.Tensor, truth: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Per-frame metrics of [N, T, H, W, 3] frames: {key: [N, T]}."""
+    from rlvr_envs.video import metrics
+
+    n, t = truth.shape[:2]
+    flat_pred, flat_truth = pred.reshape(-1, *pred.shape[2:]), truth.reshape(-1, *truth.shape[2:])
+    out = {}
+    for key in CLIP_METRICS:
+        value = getattr(metrics, key)(flat_pred, flat_truth).reshape(n, t)
+        out[key] = value.clamp(max=PSNR_CAP) if key == "psnr" else value
+    return out
+
+
+def _summary(values: dict[str, torch.Tensor], columns: slice) -> dict[str, float]:
+    return {key: float(v[:, columns].mean()) for key, v in values.items()}
+
+
+@torch.no_grad()
+def evaluate_clips(model, clips: np.ndarray, frame_tokenizer=None) -> dict:
+    """Metrics of the compressed tokenizer (and the per-frame one) on uint8 clips [N, T, H, W, 3]."""
+    truth = torch.as_tensor(clips).float() / 255.0
+    context_codes = model.encode_context(clips[:, 0])
+    future_codes = model.encode_future(clips, clips[:, 0])
+    decoded = model.decode(context_codes, future_codes)
+    context_decoded = model.decode_context(context_codes)
+    comp = _frame_metrics(decoded, truth)
+    copy = _frame_metrics(truth[:, :1].expand_as(truth), truth)
+    ctx = _frame_metrics(context_decoded[:, None], truth[:, :1])
+    t = clips.shape[1]
+    result = {
+        "clips": int(len(clips)), "frames_per_clip": int(t),
+        "compressed": {"future_frames": _summary(comp, slice(1, None)), "frame0_coarse": _summary(comp, slice(0, 1)),
+                       "context_frame_fine": _summary(ctx, slice(0, 1)),
+                       "by_offset": [_summary(comp, slice(i, i + 1)) for i in range(t)],
+                       "future_codes_used": int(np.unique(future_codes).size),
+                       "context_codes_used": int(np.unique(context_codes).size)},
+        "copy_context_pixels": {"future_frames": _summary(copy, slice(1, None)),
+                                "by_offset": [_summary(copy, slice(i, i + 1)) for i in range(t)]},
+        "tokens_per_clip": {"compressed": model.tokens_per_context + t * model.tokens_per_future,
+                            "compressed_without_frame0": model.tokens_per_context + (t - 1) * model.tokens_per_future,
+                            "tokens_per_context": model.tokens_per_context,
+                            "tokens_per_future": model.tokens_per_future},
+    }
+    if frame_tokenizer is not None:
+        flat = clips.reshape(-1, *clips.shape[2:])
+        per_frame = frame_tokenizer.decode(frame_tokenizer.encode(flat)).reshape(truth.shape)
+        pf = _frame_metrics(per_frame, truth)
+        result["per_frame"] = {"future_frames": _summary(pf, slice(1, None)),
+                               "by_offset": [_summary(pf, slice(i, i + 1)) for i in range(t)]}
+        result["tokens_per_clip"]["per_frame"] = t * frame_tokenizer.config.tokens_per_frame
+    return result

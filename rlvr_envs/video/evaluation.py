@@ -103,21 +103,6 @@ def score_world_model(model, task, indices: Sequence[int], seed: int = 0, temper
     return {key: np.asarray(values, dtype=np.float64) for key, values in out.items()}
 
 
-def score_baselines(task, indices: Sequence[int]) -> dict[str, dict[str, np.ndarray]]:
-    """Per-transition metrics of the reference points every claim needs: copying the last
-    history frame (as tokens, decoded) and the tokenizer's ceiling (the gold codes)."""
-    indices = [int(i) for i in indices]
-    copies = []
-    for i in indices:
-        last = task.transition(i).meta["last_history_codes"]
-        given = task.given_action_tokens(i)
-        copies.append(task.layout.response(np.tile(last, (task.config.future_frames, 1)), given))
-    rows = {"copy_last_frame_tokens": task.verify(indices, copies),
-            "tokenizer_ceiling": task.verify(indices, [task.target_ids(i) for i in indices])}
-    return {name: {key: np.asarray([r.metrics.get(key, np.nan) for r in results]) for key in METRICS}
-            | {"reward": np.asarray([r.reward for r in results])} for name, results in rows.items()}
-
-
 def _given(task, chunk: list[int]):
     if task.given_action_tokens(chunk[0]) is None:
         return None

@@ -57,6 +57,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlvr_envs.core.paths import ASSETS
 from rlvr_envs.core.task import Task
 from rlvr_envs.core.types import RewardResult, Transition
 from rlvr_envs.core.util import as_tuple
@@ -83,7 +84,7 @@ REWARDS: dict[str, tuple[str, float, float]] = {
 }
 LAYOUTS = ("single", "multi")
 SPLITS = ("all", "train", "test")
-EMBEDDED_DIR = Path(__file__).resolve().parents[1] / "assets" / "video"
+EMBEDDED_DIR = ASSETS / "video"
 MODEL_HINT = ("a world model directory (`save_pretrained` LLaMA over this tokenizer's codes + 256 action bins), "
               "e.g. from `python -m trainers.train_video_world_model`")
 
@@ -283,7 +284,7 @@ class VideoPredictionTask(Task):
         self.max_prompt_len = self.layout.prompt_len
         self.max_response_len = self.layout.response_len + 1  # room for an EOS after the frames
         if config.model is not None:  # a checkpoint for another vocabulary fails now, naming both
-            check_world_model_config(config.model, self)
+            check_world_model_dir(config.model, self)
         self.native_resolution: tuple[int, int] | None = None
         self._build(source)
 
@@ -540,7 +541,7 @@ class VideoPredictionTask(Task):
         """reward='pose': per row, the (agent, block position, block angle) errors of the judge's
         readings of the predicted frames against its readings of the real ones (cached),
         averaged over the predicted frames."""
-        from rlvr_envs.policy_eval.pusht_judge import object_errors, read_objects
+        from rlvr_envs.video.pusht.judge import object_errors, read_objects
 
         frames = (pred.clamp(0, 1) * 255.0).round().to(torch.uint8).numpy()  # [B, T, H, W, 3]
         rows = []
@@ -591,8 +592,21 @@ class VideoPredictionTask(Task):
 
     @staticmethod
     def availability(data_dir: str | None = None, dataset: str = "pusht", tokenizer: str | None = None,
+                     reward: str = "l1_lpips", lpips_net: str = "vgg", lpips_random_backbone_seed: int | None = None,
                      **_: Any) -> tuple[bool, str]:
-        """(buildable with these arguments?, what is missing), without building anything."""
+        """(buildable with these arguments?, what is missing), without building anything: the
+        data and tokenizer first, then the LPIPS trunk weights the default reward downloads."""
+        ok, where = VideoPredictionTask._data_availability(data_dir, dataset, tokenizer)
+        if ok and reward == "l1_lpips" and lpips_random_backbone_seed is None:
+            from rlvr_envs.video.metrics.perceptual import trunk_checkpoint_path, trunk_url
+
+            if not trunk_checkpoint_path(lpips_net).is_file():
+                return False, (f"reward l1_lpips needs the LPIPS {lpips_net} trunk at {trunk_checkpoint_path(lpips_net)}"
+                               f" (download {trunk_url(lpips_net)} there), or pass reward='mae'")
+        return ok, where
+
+    @staticmethod
+    def _data_availability(data_dir: str | None, dataset: str, tokenizer: str | None) -> tuple[bool, str]:
         if dataset not in DATASETS:
             return False, f"unknown dataset {dataset!r}; one of {sorted(DATASETS)}"
         if dataset == "pusht":
@@ -617,7 +631,7 @@ def shipped_world_model_dir(layout: str) -> Path:
     return EMBEDDED_DIR / f"pusht_{layout}_step_model"
 
 
-def check_world_model_config(directory: str | Path, task: "VideoPredictionTask") -> None:
+def check_world_model_dir(directory: str | Path, task: "VideoPredictionTask") -> None:
     """Fail, naming the checkpoint and the tokenizer, when the world model at `directory`
     (its `config.json` only; no weights are read) cannot serve `task`: another vocabulary
     (size or bos/eos/pad ids) or too few positions for prompt + response."""
@@ -629,25 +643,13 @@ def check_world_model_config(directory: str | Path, task: "VideoPredictionTask")
     if not path.is_file():
         raise FileNotFoundError(f"no world model at {directory} (expected a save_pretrained directory with "
                                 f"config.json): pass model= {MODEL_HINT}")
-
     raw = read_json(path, "the world model's config", WORLD_MODEL_REMEDY)
-    try:
-        size, ids = raw["vocab_size"], (raw.get("bos_token_id"), raw.get("eos_token_id"), raw.get("pad_token_id"))
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise DataError(f"{path}: not a world model config ({type(exc).__name__}: {exc}); "
-                        f"{WORLD_MODEL_REMEDY}") from None
-    vocab = task.vocab
-    context = f" + {vocab.context_codes} context codes" if vocab.context_codes else ""
-    needs = f"{vocab.frame_codes} frame codes{context} + {vocab.action_bins} action bins + bos/eos/pad"
-    if size != vocab.size or tuple(ids) != (vocab.bos, vocab.eos, vocab.pad):
-        raise ValueError(f"the world model at {directory} has vocabulary size {size} and bos/eos/pad {ids}, but the "
-                         f"task over the tokenizer at {task.tokenizer_dir} ({needs}) needs {vocab.size} and "
-                         f"{(vocab.bos, vocab.eos, vocab.pad)}: use a model trained with this tokenizer")
-    positions, needed = raw.get("max_position_embeddings"), task.layout.prompt_len + task.layout.response_len
-    if isinstance(positions, int) and positions < needed:
-        raise ValueError(f"the world model at {directory} has {positions} positions, but the task's "
-                         f"{task.config.layout}-step layout over the tokenizer at {task.tokenizer_dir} needs "
-                         f"{needed} (prompt {task.layout.prompt_len} + response {task.layout.response_len})")
+    if not isinstance(raw, dict) or "vocab_size" not in raw:
+        raise DataError(f"{path}: not a world model config (no vocab_size); {WORLD_MODEL_REMEDY}")
+    from rlvr_envs.video.world_model import check_world_model_config
+
+    check_world_model_config(raw, task.vocab, task.layout, f"the world model at {directory}",
+                             str(task.tokenizer_dir))
 
 
 def shipped_world_model(task: "VideoPredictionTask", directory: str | None = None):
@@ -665,7 +667,7 @@ def shipped_world_model(task: "VideoPredictionTask", directory: str | None = Non
                              "e.g. from `python -m trainers.train_video_world_model`")
         directory = shipped_world_model_dir(task.config.layout)
     directory = Path(directory)
-    check_world_model_config(directory, task)
+    check_world_model_dir(directory, task)
     return load_world_model(str(directory), task.vocab)  # its card is model.card
 
 

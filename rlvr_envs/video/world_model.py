@@ -40,13 +40,29 @@ def build_world_model(vocab: VideoVocabulary, max_len: int, preset: str = "small
     return LlamaForCausalLM(config)
 
 
-def check_model_vocabulary(model: Any, vocab: VideoVocabulary, where: str = "the world model") -> None:
-    """Fail, naming both, when a checkpoint's vocabulary is not the task's."""
-    size = int(model.config.vocab_size)
-    ids = (model.config.bos_token_id, model.config.eos_token_id, model.config.pad_token_id)
+def check_world_model_config(config: Any, vocab: VideoVocabulary,
+                             layout: SingleStepLayout | MultiStepLayout | None = None,
+                             model_name: str = "the world model", tokenizer_name: str | None = None) -> None:
+    """The one check every loader of a world model runs: fail, naming the model and the tokenizer,
+    when its config (a dict read from config.json, or a model's `.config`) cannot serve `vocab`
+    (another size or bos/eos/pad ids) or `layout` (too few positions for prompt + response)."""
+    raw = config if isinstance(config, dict) else config.to_dict()
+    size = raw.get("vocab_size")
+    ids = (raw.get("bos_token_id"), raw.get("eos_token_id"), raw.get("pad_token_id"))
+    over = f" over the tokenizer at {tokenizer_name}" if tokenizer_name else ""
+    context = f" + {vocab.context_codes} context codes" if vocab.context_codes else ""
+    needs = f"{vocab.frame_codes} frame codes{context} + {vocab.action_bins} action bins + bos/eos/pad"
     if size != vocab.size or tuple(ids) != (vocab.bos, vocab.eos, vocab.pad):
-        raise ValueError(f"{where} has vocabulary size {size} and bos/eos/pad {ids}; the task's layout needs "
-                         f"{vocab.size} and {(vocab.bos, vocab.eos, vocab.pad)}")
+        raise ValueError(f"{model_name} has vocabulary size {size} and bos/eos/pad {ids}, but the layout{over} "
+                         f"({needs}) needs {vocab.size} and {(vocab.bos, vocab.eos, vocab.pad)}: use a model "
+                         "trained with this tokenizer")
+    if layout is None:
+        return
+    positions, needed = raw.get("max_position_embeddings"), layout.prompt_len + layout.response_len
+    if isinstance(positions, int) and positions < needed:
+        kind = "multi" if isinstance(layout, MultiStepLayout) else "single"
+        raise ValueError(f"{model_name} has {positions} positions, but the {kind}-step layout{over} needs "
+                         f"{needed} (prompt {layout.prompt_len} + response {layout.response_len})")
 
 
 def _sample(logits: torch.Tensor, frame_codes: int, temperature: float, top_k: int | None,
@@ -173,7 +189,7 @@ def load_world_model(directory: str, vocab: VideoVocabulary | None = None, devic
     check_checkpoint_dir(directory, "the world model", WORLD_MODEL_REMEDY)
     model = LlamaForCausalLM.from_pretrained(directory, torch_dtype=torch.float32).to(device).eval()
     if vocab is not None:
-        check_model_vocabulary(model, vocab, f"the world model at {directory}")
+        check_world_model_config(model.config, vocab, model_name=f"the world model at {directory}")
     card = Path(directory) / "card.json"
     model.card = read_json(card, "the world model's card", WORLD_MODEL_REMEDY) if card.is_file() else {}
     return model

@@ -147,7 +147,11 @@ class LanguageWorldModel:
                                         f"trainer saved, e.g. runs/<run>/final")
             if tokenizer is None and (path / "tokenizer.json").is_file():
                 tokenizer = str(path)
-            from transformers import AutoModelForCausalLM
+            from rlvr_envs.core.extras import needs_extra
+
+            with needs_extra("the MiniWeb world-model agent", extra="web-agent"):
+                import torch  # noqa: F401  (transformers models need it)
+                from transformers import AutoModelForCausalLM
 
             from rlvr_envs.core.files import check_checkpoint_dir
 

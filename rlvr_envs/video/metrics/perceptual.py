@@ -44,10 +44,14 @@ def _trunk_weights(net: str):
     return {"vgg": models.VGG16_Weights.IMAGENET1K_V1, "alex": models.AlexNet_Weights.IMAGENET1K_V1}[net]
 
 
+def trunk_url(net: str) -> str:
+    """Where torchvision downloads the ImageNet trunk of `net` from."""
+    return _trunk_weights(net).url
+
+
 def trunk_checkpoint_path(net: str) -> Path:
     """Where torchvision looks for (and downloads) the ImageNet trunk of `net`."""
-    url = _trunk_weights(net).url
-    return Path(torch.hub.get_dir()) / "checkpoints" / url.rsplit("/", 1)[-1]
+    return Path(torch.hub.get_dir()) / "checkpoints" / trunk_url(net).rsplit("/", 1)[-1]
 
 
 def weights_hint(net: str) -> str:

@@ -13,6 +13,8 @@ The package, by seam:
 - `episodes`: the generation config, the episode record, and `PushTGenerator`, which
   makes episode i a pure function of (config, i);
 - `storage`: npz episode files, `config.json`, and `PushTEpisodeDataset`;
+- `judge`: PushT success read from frames (block pose from pixels -> goal coverage), for
+  learned simulators, which have no physics state (imported by name, not re-exported);
 - `command`: `generate_dataset` (resumable, parallel, one run per folder) and the
   `rlvr-world data pusht` command.
 

@@ -1,0 +1,82 @@
+"""The arguments of `trainers.grpo`, one dataclass for every modality (as TRL's `GRPOConfig`
+sits beside `GRPOTrainer`): the dispatcher and both training loops import it from here."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from typing import Any
+
+from trainers.common import parse_env_kwargs
+
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo")
+ALGORITHMS = ("grpo", "rloo")
+
+
+@dataclass
+class GRPOConfig:
+    env_id: str = "RLVRWorld/PushT-SingleStep-v0"
+    env_kwargs: tuple[str, ...] = ()  #: extra `gym.make` arguments as key=value (values parsed as JSON when they can be)
+    model: str = ""  #: a save_pretrained directory or HF id; video default: the shipped MLE model of the layout
+    out: str = "runs/grpo"
+    steps: int = 300
+    max_seconds: float = 0.0  #: also stop after this much training time (0 = no limit); the result is still evaluated and saved
+    prompts_per_step: int = 4
+    group_size: int = 8  #: samples per prompt (the paper: 16 video, 5 language)
+    beta: float = 1e-3  #: KL coefficient against the frozen starting model (0 = no reference model)
+    clip: float = 0.2  #: PPO-style ratio clip epsilon
+    algorithm: str = "grpo"  #: "grpo" or "rloo" (leave-one-out baseline, sequence-level ratio, KL in the reward: TRL's RLOO)
+    loss_type: str = "grpo"  #: one of LOSS_TYPES (how GRPO's token losses are aggregated; RLOO has one loss)
+    updates_per_step: int = 1  #: gradient steps on each batch of samples (GRPO's mu)
+    temperature: float = 1.0
+    top_k: int = 0  #: 0 = no top-k filtering while sampling
+    lr: float = 5e-5
+    lora_r: int = 0  #: 0 = train every weight; >0 = peft LoRA of this rank
+    lora_alpha: int = 16
+    max_completion_len: int = 256  #: language only: longest generated answer
+    balance: bool = False  #: language only: draw changed and unchanged training transitions equally often
+    changed_only: bool = False  #: language only: train on transitions that change the state (held-out evaluation keeps both)
+    prompts: tuple[str, ...] = ()  #: language only: the union of what `trainers.prompt_filter` files kept
+    train_episodes: int = 40  #: video only: PushT training episodes generated on first use (seed 20000)
+    #: video only: train on a `trainers.rollout_prompts` file (the model's own rollouts), not recorded windows
+    video_prompts: str = ""
+    eval_every: int = 50
+    eval_windows: int = 64  #: held-out transitions evaluated (greedy and sampled)
+    checkpoint_every: int = 25
+    seed: int = 0
+    threads: int = 2
+    logging: str = "none"  #: "none" or "tensorboard" (JSON lines are always written to out/log.jsonl)
+    resume: bool = False
+
+    def validate(self) -> "GRPOConfig":
+        if self.loss_type not in LOSS_TYPES:
+            raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
+        if self.algorithm not in ALGORITHMS:
+            raise ValueError(f"algorithm must be one of {ALGORITHMS}, got {self.algorithm!r}")
+        if self.algorithm == "rloo" and self.loss_type != "grpo":
+            raise ValueError("loss_type applies to GRPO only; RLOO has a single sequence-level loss")
+        if self.group_size < 2:
+            raise ValueError(f"group_size must be >= 2 (GRPO compares samples of one prompt), got {self.group_size}")
+        for name in ("steps", "prompts_per_step", "updates_per_step", "eval_every", "checkpoint_every",
+                     "eval_windows", "train_episodes", "max_completion_len"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.beta < 0 or self.clip <= 0 or self.lr <= 0 or self.temperature <= 0:
+            raise ValueError("need beta >= 0, clip > 0, lr > 0 and temperature > 0")
+        if self.logging not in ("none", "tensorboard"):
+            raise ValueError(f"logging must be 'none' or 'tensorboard', got {self.logging!r}")
+        if self.logging == "tensorboard" and importlib.util.find_spec("tensorboard") is None:
+            raise ValueError("logging='tensorboard' needs the tensorboard package: pip install tensorboard")
+        if sum(map(bool, (self.balance, self.changed_only, self.prompts))) > 1:
+            raise ValueError("--balance, --changed-only and --prompts exclude each other (each picks the training "
+                             "prompts)")
+        if self.model:
+            from rlvr_envs.core.files import check_model_source
+
+            check_model_source(self.model, "model (--model)")
+        self.kwargs()  # malformed key=value pairs fail here, before any work
+        return self
+
+    def kwargs(self) -> dict[str, Any]:
+        """`env_kwargs` as a dict: `reward=mae size=40` -> {"reward": "mae", "size": 40}."""
+        return parse_env_kwargs(self.env_kwargs)
