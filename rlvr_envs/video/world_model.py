@@ -125,11 +125,10 @@ SMALL_DECODE_BATCH = 8
 @contextlib.contextmanager
 def decode_threads(batch: int | None):
     """One intra-op thread while decoding a small batch on CPU: each forward then holds a handful
-    of tokens, too little work to split, and the threads' synchronisation dominates. Measured on
-    the PushT learned simulator (batch 1, 4-layer model, 2 cores shared with other jobs): a
-    step's median 10.1 s on 2 threads, most of it in tiny `torch.cat`s and attention calls
-    waiting for a descheduled thread, against 0.75-1.7 s on one
-    (benchmarks/results/learned_sim_step.md)."""
+    of tokens, too little work to split, and the threads' synchronisation dominates. Profiled on
+    the PushT learned simulator (batch 1, 4-layer model, 2 cores shared with other jobs): on 2
+    threads most of a step went to tiny `torch.cat`s and attention calls waiting for a
+    descheduled thread; benchmarks/results/learned_sim_step.md times both paths."""
     if batch is None or batch >= SMALL_DECODE_BATCH or torch.get_num_threads() == 1:
         yield
         return
