@@ -54,7 +54,8 @@ def _commands():
     for name in DATA_COMMANDS:
         yield f"data {name}", subparsers(subparsers(build_parser(["data", name]))["data"])[name]
     for module in ("grpo", "sft", "demo", "prompt_filter", "rollout_prompts", "sb3_ppo", "tokenizer",
-                   "miniweb_tokenizer", "train_frame_tokenizer", "train_compressed_tokenizer", "train_video_world_model"):
+                   "miniweb_tokenizer", "train_frame_tokenizer", "train_compressed_tokenizer",
+                   "train_video_world_model"):
         trainer = importlib.import_module(f"trainers.{module}")
         config = importlib.import_module("trainers.grpo_config").GRPOConfig if module == "grpo" else trainer.Args
         parser = argparse.ArgumentParser(description=trainer.__doc__.splitlines()[0],  # as parse_dataclass_args

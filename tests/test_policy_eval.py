@@ -197,8 +197,10 @@ def test_the_documented_user_policy_runs_through_policy_eval(tmp_path, monkeypat
     report = json.loads((tmp_path / "out" / "results.json").read_text())
     assert [row["policy"] for row in report["policies"]] == ["toward_centre", "circler"]
     assert all(0.0 <= row["learned_success"] <= 1.0 for row in report["policies"])
-    with pytest.raises(SystemExit, match="my_policy has no nothing"):  # checked before any model loads
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as caught:  # checked before any model loads: one line, exit 2
         main(["policy-eval", "--policy", "my_policy:nothing", "--out", str(tmp_path / "x")])
+    assert caught.value.code == 2 and "my_policy has no nothing" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("spec, says", [("no_colon", "expected MODULE:NAME"),

@@ -139,3 +139,22 @@ def lora_config(r: int, alpha: int):
     from peft import LoraConfig
 
     return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
+
+
+# -- the demos' time-bounded GRPO phase ---------------------------------------------------------
+
+def grpo_run(record: Any, args: Any, steps: int) -> tuple[dict, str | None]:
+    """A demo's GRPO phase: its run record finished, and (when the time limit cut it short of
+    `args.grpo_steps`) the sentence saying so, printed as well."""
+    from rlvr_envs.core.records import shortfall_note
+
+    run = record.finish()
+    shortfall = shortfall_note("GRPO", args.grpo_steps, steps, run)
+    if shortfall:
+        print(shortfall, flush=True)
+    return run, shortfall
+
+
+def machine_line(run: dict, grpo: dict) -> str:
+    """The machine as a demo report states it: the threads asked for and the CPU share GRPO really got."""
+    return f"{run['machine']}; GRPO got {grpo['cpu_share']:.0%} of its {grpo['threads']} thread(s)"

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from rlvr_envs.core.files import strict_json
-from trainers.common import command_line, parse_dataclass_args, reward_figure
+from trainers.common import command_line, grpo_run, machine_line, parse_dataclass_args, reward_figure
 
 ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
 METRICS = ("mae", "mse", "psnr", "ssim", "repetition")
@@ -239,22 +239,6 @@ def main(args: Args) -> dict:
         print(shortfall)
     print(f"report: {out / 'report.md'}")
     return results
-
-
-def grpo_run(record, args: Args, steps: int) -> tuple[dict, str | None]:
-    """The GRPO phase's run record, and (when the time limit cut it short) the sentence saying so."""
-    from rlvr_envs.core.records import shortfall_note
-
-    run = record.finish()
-    shortfall = shortfall_note("GRPO", args.grpo_steps, steps, run)
-    if shortfall:
-        print(shortfall, flush=True)
-    return run, shortfall
-
-
-def machine_line(run: dict, grpo: dict) -> str:
-    """The machine as the report states it: the threads asked for and the CPU share GRPO really got."""
-    return f"{run['machine']}; GRPO got {grpo['cpu_share']:.0%} of its {grpo['threads']} thread(s)"
 
 
 def parse_args(argv: list[str] | None = None) -> Args:

@@ -84,7 +84,7 @@ def main(args) -> dict[str, Any]:
     from rlvr_envs.integrations.hf import compare_reports, per_transition_report
     from rlvr_envs.registration import task_from_env_id
     from trainers import grpo
-    from trainers.demo import grpo_run, machine_line
+    from trainers.common import grpo_run, machine_line
     from trainers.grpo_config import GRPOConfig
 
     torch.set_num_threads(args.threads)
@@ -136,7 +136,8 @@ def main(args) -> dict[str, Any]:
               f"{results['total_seconds'] / 60:.1f} min in all ({card['steps']} GRPO steps, "
               f"{card['seconds'] / 60:.1f} min; {100 * card['frac_zero_spread_groups']:.0f}% of groups had no "
               f"reward spread). Greedy answers to {len(indices)} held-out {env_id} transitions.\n\n"
-              + (f"**{shortfall}.**\n\n" if shortfall else "") + f"{table(results)}\n\n{AT_THIS_SCALE}\n\n![reward](grpo_reward.png)\n")
+              + (f"**{shortfall}.**\n\n" if shortfall else "")
+              + f"{table(results)}\n\n{AT_THIS_SCALE}\n\n![reward](grpo_reward.png)\n")
     (out / "report.md").write_text(report, encoding="utf-8")
     print(table(results))
     print(AT_THIS_SCALE)
