@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="world models (save_pretrained directories; 'shipped' and 'shipped-rlvr' name the "
                              "embedded single-step MLE and RLVR models)")
     parser.add_argument("--threads", type=int, default=2)
+    from rlvr_envs.core.device import add_device_argument
+
+    add_device_argument(parser)
     parser.add_argument("--out", required=True, help="JSON path (the .md table and .png curve go beside it)")
     return parser
 
@@ -138,8 +141,11 @@ def main(argv: list[str] | None = None) -> int:
         if not sep or not name or not path or name in specs:
             raise SystemExit(f"--models takes distinct NAME=DIR pairs, got {spec!r}")
         specs[name] = model_dir(path)
+    from rlvr_envs.core.device import setup_device
+
     torch.set_num_threads(args.threads)
-    task = build_task(entry(ENV_ID).task, **entry(ENV_ID).kwargs, reward="mae")
+    device = str(setup_device(getattr(args, "device", "auto")).device)
+    task = build_task(entry(ENV_ID).task, **entry(ENV_ID).kwargs, reward="mae", device=device)
     indices = held_out_indices(len(task), args.transitions)
     ns = curve_points(args.max_n)
     report: dict[str, Any] = {

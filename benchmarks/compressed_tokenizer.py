@@ -98,6 +98,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--clip-stride", type=int, default=10)
     parser.add_argument("--max-clips", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=1)
+    from rlvr_envs.core.device import add_device_argument
+
+    add_device_argument(parser)
     parser.add_argument("--out", default=str(RESULTS / "compressed_tokenizer"), help="results path without suffix")
     parser.add_argument("--render", action="store_true", help="only rewrite the .md from the saved .json")
     args = parser.parse_args(argv)
@@ -108,13 +111,15 @@ def main(argv: list[str] | None = None) -> dict:
         print(text)
         return {}
     torch.set_num_threads(args.threads)
+    from rlvr_envs.core.device import setup_device
     from rlvr_envs.video.compressed_tokenizer import CompressedTokenizer
     from rlvr_envs.video.frame_tokenizer import FrameTokenizer
     from trainers.train_frame_tokenizer import load_episode_frames
 
     started = time.perf_counter()
-    model = CompressedTokenizer.load(args.tokenizer)
-    frame_tokenizer = FrameTokenizer.load(args.frame_tokenizer)
+    device = setup_device(args.device).device
+    model = CompressedTokenizer.load(args.tokenizer, device=device)
+    frame_tokenizer = FrameTokenizer.load(args.frame_tokenizer, device=device)
     _, test = load_episode_frames(args.data, args.test_every)
     clips = heldout_clips(test, args.frame_skip, 5, args.clip_stride, args.max_clips)
     command = " ".join(["python -m benchmarks.compressed_tokenizer", *(sys.argv[1:] if argv is None else argv)])

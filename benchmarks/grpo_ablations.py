@@ -47,6 +47,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--train-episodes", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    from rlvr_envs.core.device import add_device_argument
+
+    add_device_argument(parser)
     parser.add_argument("--runs", default="runs/grpo_ablations")
     parser.add_argument("--out", required=True, help="JSON path (.md and .png beside it)")
     args = parser.parse_args(argv)
@@ -73,7 +76,7 @@ def run_one(args: argparse.Namespace, name: str, reward: str, group_size: int) -
                  "--prompts-per-step", str(SAMPLES_PER_STEP // group_size), "--group-size", str(group_size),
                  "--lr", str(args.lr), "--beta", str(args.beta), "--eval-windows", str(args.eval_windows),
                  "--eval-every", str(args.steps), "--train-episodes", str(args.train_episodes),
-                 "--seed", str(args.seed), "--threads", str(args.threads)]
+                 "--seed", str(args.seed), "--threads", str(args.threads), "--device", getattr(args, "device", "auto")]
         if out.is_dir():
             flags.append("--resume")
         grpo_main(parse_args(flags))

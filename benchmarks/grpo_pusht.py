@@ -55,13 +55,16 @@ def evaluate_models(models: dict[str, str], args) -> dict:
     from trainers.grpo_config import GRPOConfig as GRPOArgs
     from trainers.grpo_video import build_held_out
 
+    from rlvr_envs.core.device import setup_device
+
     torch.set_num_threads(args.threads)
+    device = setup_device(getattr(args, "device", "auto")).device
     grpo_args = GRPOArgs(env_id=env_id(args.layout), env_kwargs=("reward=mae", f"data_dir={args.data}"))
-    held_out = build_held_out(grpo_args)
+    held_out = build_held_out(grpo_args, device)
     indices = held_out_indices(len(held_out), args.eval_windows)
     scores = {}
     for name, directory in models.items():
-        model = load_world_model(directory, held_out.vocab)
+        model = load_world_model(directory, held_out.vocab, device=str(device))
         sampled = [score_world_model(model, held_out, indices, seed=1000 * s, temperature=1.0, top_k=EVAL_TOP_K)
                    for s in range(args.eval_seeds)]
         scores[name] = {"sampled": {k: np.concatenate([x[k] for x in sampled]) for k in sampled[0]},
@@ -149,6 +152,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--eval-windows", type=int, default=128)
     parser.add_argument("--eval-seeds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    from rlvr_envs.core.device import add_device_argument
+
+    add_device_argument(parser)
     parser.add_argument("--runs", default="runs/bench")
     args = parser.parse_args(argv)
     from rlvr_envs.video.task import shipped_world_model_dir
@@ -193,7 +199,7 @@ def grpo_stage(args, out: Path, seed: int, env_kwargs: tuple[str, ...] = ("rewar
              f"data_dir={args.data}", "--steps", str(args.steps), "--seed", str(seed), "--out", str(out),
              "--group-size", str(args.group_size), "--prompts-per-step", str(args.prompts_per_step),
              "--lr", str(args.lr), "--eval-every", str(args.steps), "--threads", str(args.threads),
-             "--resume"], out.parent / f"{out.name}.log")
+             "--device", getattr(args, "device", "auto"), "--resume"], out.parent / f"{out.name}.log")
     return out
 
 
@@ -205,7 +211,8 @@ def continued_mle_stage(args, base: str, out: Path, seconds: float) -> float:
         run([sys.executable, "-m", "trainers.train_video_world_model", "--data", args.data, "--layout", args.layout,
              "--tokenizer", tokenizer_dir(tokenizer), "--init", base, "--out", str(out), "--steps", "1000000",
              "--lr", str(args.mle_lr), "--warmup", "10", "--eval-every", "1000000", "--eval-windows", "16",
-             "--max-seconds", str(seconds), "--threads", str(args.threads)], out.parent / f"{out.name}.log")
+             "--max-seconds", str(seconds), "--threads", str(args.threads),
+             "--device", getattr(args, "device", "auto")], out.parent / f"{out.name}.log")
     return json.loads((out / "card.json").read_text())["train_seconds_this_run"]
 
 

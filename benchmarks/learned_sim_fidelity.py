@@ -49,6 +49,9 @@ def main(argv=None) -> int:
                         help="also roll out this many CEM-like chunks and compare the last frame (1: off)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    from rlvr_envs.core.device import add_device_argument
+
+    add_device_argument(parser)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     if args.horizon < 1:
@@ -64,7 +67,10 @@ def main(argv=None) -> int:
     from rlvr_envs.video.pusht import PushTEpisodeDataset, cem_like_targets
     from rlvr_envs.video.task import embedded_heldout_dir, skip_frames
 
+    from rlvr_envs.core.device import setup_device
+
     torch.set_num_threads(args.threads)
+    device = str(setup_device(getattr(args, "device", "auto")).device)
     models = {}
     for entry in filter(None, (n.strip() for n in args.models.split(","))):
         name, _, path = entry.partition("=")
@@ -127,7 +133,7 @@ def main(argv=None) -> int:
               "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "time": time.strftime("%Y-%m-%d %H:%M"),
               "starts": len(starts), "results": {"copy (no motion)": errors(None)}}
     for name, path in models.items():
-        sim = LearnedPushTSim(path, None, reward="none")
+        sim = LearnedPushTSim(path, None, reward="none", device=device)
         predicted = {kind: [] for kind in kinds}
         for history, history_chunks, physics, chunks in tqdm(starts, desc=f"learned sim {name}"):
             context = sim.context_from(history, history_chunks, physics[0:2])

@@ -141,13 +141,16 @@ def markdown(result: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--net", default="vgg", choices=("vgg", "alex"))
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    from rlvr_envs.core.device import add_device_argument, setup_device
+
+    add_device_argument(parser)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--random-backbone", action="store_true", help="force the seeded random trunk")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None,
                         help="default: benchmarks/results/metrics_throughput.json (vgg) or ..._alex.json")
     args = parser.parse_args(argv)
+    args.device = str(setup_device(args.device).device)
 
     model = None
     if not args.random_backbone:

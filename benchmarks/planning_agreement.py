@@ -95,6 +95,9 @@ def main(argv=None) -> int:
     parser.add_argument("--objective", default="pixels", choices=OBJECTIVES)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    from rlvr_envs.core.device import add_device_argument
+
+    add_device_argument(parser)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
     models = {}
@@ -117,15 +120,18 @@ def main(argv=None) -> int:
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
 
+    from rlvr_envs.core.device import setup_device
+
     torch.set_num_threads(args.threads)
+    device = str(setup_device(getattr(args, "device", "auto")).device)
     config = CEMConfig(args.horizon, args.candidates, args.top_k, 1, args.init_std).validate()
     tasks = planning_tasks(list(PushTEpisodeDataset(embedded_heldout_dir(args.heldout_episodes, 64))),
                            args.episodes, args.offset, args.seed)
     real = PushTChunkEnv(resolution=64, max_steps=10_000)
     planners = {"true_sim": CEMPlanner(PushTChunkEnv(resolution=64), config, args.objective, name="true_sim",
-                                       tokenizer=objective_tokenizer(args.objective))}
+                                       tokenizer=objective_tokenizer(args.objective, device=device))}
     for name, path in models.items():
-        sim = LearnedPushTSim(path, None, reward="none", batch_size=args.candidates)
+        sim = LearnedPushTSim(path, None, reward="none", batch_size=args.candidates, device=device)
         planners[name] = CEMPlanner(sim, config, args.objective, name=name)
 
     rows = {name: [] for name in planners}

@@ -71,13 +71,18 @@ def evaluate(models: dict[str, str], args, training_predictions: int) -> dict:
     from trainers.grpo_config import GRPOConfig as GRPOArgs
     from trainers.grpo_video import build_held_out
 
+    from rlvr_envs.core.device import setup_device
+
     torch.set_num_threads(args.threads)
-    held_out = build_held_out(GRPOArgs(env_id=env_id(args.layout), env_kwargs=("reward=mae", f"data_dir={args.data}")))
+    device = setup_device(getattr(args, "device", "auto")).device
+    held_out = build_held_out(GRPOArgs(env_id=env_id(args.layout), env_kwargs=("reward=mae", f"data_dir={args.data}")),
+                              device)
     indices = held_out_indices(len(held_out), args.eval_windows)
     frame_tokens = int(np.asarray(held_out.transition(indices[0]).target).size)  # generated per prediction
     training_tokens = float(training_predictions * frame_tokens)
     matched_draws = 1 + int(training_tokens // (len(indices) * frame_tokens))
-    loaded = {name: load_world_model(directory, held_out.vocab) for name, directory in models.items()}
+    loaded = {name: load_world_model(directory, held_out.vocab, device=str(device))
+              for name, directory in models.items()}
     # row: (model, draws at most, first-draw temperature, the row it is paired with)
     rows = {"mle_base": ("mle_base", 1, 1.0, None), "mle_base + rejection": ("mle_base", args.max_draws, 1.0, "mle_base"),
             "rlvr": ("rlvr", 1, 1.0, "mle_base"), "rlvr + repetition penalty": ("rlvr_penalty", 1, 1.0, "mle_base"),
@@ -184,6 +189,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--eval-windows", type=int, default=64)
     parser.add_argument("--eval-seeds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
+    from rlvr_envs.core.device import add_device_argument
+
+    add_device_argument(parser)
     parser.add_argument("--runs", default="runs/table3")
     args = parser.parse_args(argv)
     if args.eval_seeds < 3 or args.max_draws < 2 or args.penalty <= 0:

@@ -73,6 +73,9 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--sb3-seconds", type=float, default=0.0,
                         help="SB3 PPO wall time (default: the mean of the GRPO-family runs)")
     parser.add_argument("--threads", type=int, default=2)
+    from rlvr_envs.core.device import add_device_argument
+
+    add_device_argument(parser)
     parser.add_argument("--runs", default="runs/rl_algorithms")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args(argv)
@@ -117,7 +120,8 @@ def grpo_run(args, method: str, seed: int) -> dict:
                  "--steps", str(args.steps), "--prompts-per-step", str(args.prompts_per_step), "--group-size",
                  str(args.group_size), "--lr", str(args.lr), "--beta", str(args.beta), "--eval-windows",
                  str(args.eval_windows), "--eval-every", str(max(1, args.steps // 4)), "--seed", str(seed),
-                 "--threads", str(args.threads), *POLICY_GRADIENT[method], *(["--model", args.model] * bool(args.model))]
+                 "--threads", str(args.threads), "--device", getattr(args, "device", "auto"),
+                 *POLICY_GRADIENT[method], *(["--model", args.model] * bool(args.model))]
         if out.is_dir():  # an interrupted run: continue from its checkpoint (or start it over)
             flags.append("--resume")
         grpo_main(parse_args(flags))
@@ -187,8 +191,11 @@ def best_of_n_scores(args) -> dict:
     from trainers.grpo_config import GRPOConfig as GRPOArgs
     from trainers.grpo_video import EVAL_TOP_K, build_held_out
 
+    from rlvr_envs.core.device import setup_device
+
     torch.set_num_threads(args.threads)
-    held_out = build_held_out(GRPOArgs(env_id=args.env_id, env_kwargs=tuple(args.env_kwargs)))
+    device = setup_device(getattr(args, "device", "auto")).device
+    held_out = build_held_out(GRPOArgs(env_id=args.env_id, env_kwargs=tuple(args.env_kwargs)), device)
     indices = held_out_indices(len(held_out), args.eval_windows)
     model = shipped_world_model(held_out, args.model or None)
     # sampled exactly as the trainer's held-out evaluation (seed 0, temperature 1, top-k 100), so

@@ -37,12 +37,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--action-dims", type=int, default=10)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)
+    from rlvr_envs.core.device import add_device_argument, setup_device
+
+    add_device_argument(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    device = setup_device(args.device).device
 
     vocab = VideoVocabulary(frame_codes=1000, action_bins=256)
     layout = MultiStepLayout(vocab, args.tokens_per_frame, args.action_dims, history=1, future=args.future)
-    model = build_world_model(vocab, layout.prompt_len + layout.response_len, args.preset).eval()
+    model = build_world_model(vocab, layout.prompt_len + layout.response_len, args.preset).eval().to(device)
     rng = np.random.default_rng(0)
     prompts = np.concatenate([rng.integers(0, 1000, size=(args.batch, args.tokens_per_frame)),
                               vocab.action_tokens(rng.integers(0, 256, size=(args.batch, args.action_dims)))], axis=1)
@@ -60,7 +64,8 @@ def main(argv: list[str] | None = None) -> dict:
     uncached_s, uncached = timed(False)
     result = {
         "command": "python -m benchmarks.video_generation " + " ".join(argv or []),
-        "machine": f"{platform.machine()}, {args.threads} threads, CPU only",
+        "machine": f"{platform.machine()}, {args.threads} threads, " + (
+            "CPU only" if device.type == "cpu" else torch.cuda.get_device_name(device)),
         "model": f"LLaMA preset {args.preset}, {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters",
         "batch": args.batch, "prompt_tokens": layout.prompt_len, "response_tokens": layout.response_len,
         "generated_tokens_per_response": int(layout.loss_mask().sum()),

@@ -39,12 +39,12 @@ def _mean(results, key: str) -> float:
     return float(np.mean([r.metrics[key] for r in results]))
 
 
-def evaluate_layout(layout: str, episodes: int, samples: int, seed: int) -> dict:
+def evaluate_layout(layout: str, episodes: int, samples: int, seed: int, device: str = "cpu") -> dict:
     from baselines.video import copy_last_frame_pixels, copy_last_frame_responses
     from rlvr_envs.video.task import VideoPredictionTask, VideoTaskConfig, shipped_world_model
     from rlvr_envs.video.world_model import generate_responses
 
-    task = VideoPredictionTask(VideoTaskConfig(layout=layout, episodes=episodes, reward="mae"))
+    task = VideoPredictionTask(VideoTaskConfig(layout=layout, episodes=episodes, reward="mae", device=device))
     model = shipped_world_model(task)
     indices = list(range(len(task)))
     rows: dict[str, list] = {"tokenizer_ceiling": [], "copy_last_frame_tokens": [], "model_greedy": [],
@@ -99,13 +99,18 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--samples", type=int, default=2, help="model samples per window")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
+    from rlvr_envs.core.device import add_device_argument, setup_device
+
+    add_device_argument(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
+    device = str(setup_device(args.device).device)
     result = {"command": "python -m benchmarks.video_world_models " + " ".join(argv or []),
-              "machine": f"{platform.machine()}, {args.threads} threads, CPU only",
+              "machine": f"{platform.machine()}, {args.threads} threads, " + (
+                  "CPU only" if device == "cpu" else torch.cuda.get_device_name(device)),
               "tokenizer": tokenizer_report(args.episodes),
-              "single": evaluate_layout("single", args.episodes, args.samples, args.seed),
-              "multi": evaluate_layout("multi", args.episodes, args.samples, args.seed)}
+              "single": evaluate_layout("single", args.episodes, args.samples, args.seed, device),
+              "multi": evaluate_layout("multi", args.episodes, args.samples, args.seed, device)}
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "video_world_models.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [f"# PushT video world models vs baselines (embedded held-out set, {args.episodes} episodes)", "",

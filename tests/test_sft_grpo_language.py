@@ -215,7 +215,7 @@ def test_grpo_language_under_accelerate_with_two_processes(sft_model, tmp_path):
 
 
 def test_bf16_autocast_only_on_cpus_with_native_bf16():
-    from trainers.sft import cpu_has_native_bf16
+    from rlvr_envs.core.device import cpu_has_native_bf16
 
     assert cpu_has_native_bf16("processor\t: 0\nflags\t\t: fpu avx2 avx512f avx512_bf16 amx_tile\n")
     assert cpu_has_native_bf16("flags\t\t: fpu amx_bf16 amx_tile\n")

@@ -51,6 +51,10 @@ def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
             parser.add_argument(flag, action="store_true", help=help_text)
         elif isinstance(default, tuple):
             parser.add_argument(flag, nargs="+", default=default, help=help_text)
+        elif f.name == "device":  # checked while parsing: a bad or absent device is a one-line usage error
+            from rlvr_envs.core.device import checked_device
+
+            parser.add_argument(flag, type=checked_device, default=default, help=help_text)
         else:
             parser.add_argument(flag, type=type(default), default=default, help=help_text)
 

@@ -20,8 +20,9 @@ command (`rlvr-world plan`) and benchmark (`benchmarks.planning_agreement`: whet
 simulator ranks CEM's candidates as the real one does, base vs RLVR, with intervals); the
 report links their committed results.
 
-Nothing needs a network or a GPU; `--device` is not offered because every step here is
-sized for a CPU (larger runs: `python -m trainers.grpo` directly).
+Nothing needs a network or a GPU; the budgets are sized for a CPU. `--device` (default auto:
+CUDA when present) puts the models, decoding and rewards on a GPU when there is one (larger
+runs: `python -m trainers.grpo` directly).
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class Args:
     text_reward: str = "task"  #: --domain text: the GRPO reward, "task" (partial credit) or "binary" (exact match)
     seed: int = 0
     threads: int = 2
+    device: str = "auto"  #: auto (CUDA when present), cpu, cuda or cuda:N: where models and rewards run
     tiny: bool = False  #: a smoke run: 2 GRPO steps, 2 training episodes, 4 held-out transitions
 
     def validate(self) -> "Args":
@@ -72,6 +74,9 @@ class Args:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if Path(self.out).exists() and not Path(self.out).is_dir():
             raise ValueError(f"out: {self.out} is a file; pass a folder to write into")
+        from rlvr_envs.core.device import resolve_device
+
+        resolve_device(self.device)  # an absent or malformed device fails before any work
         return self
 
     def resolved(self) -> "Args":
@@ -79,7 +84,7 @@ class Args:
         if self.tiny:
             return Args(domain=self.domain, out=self.out, grpo_minutes=self.grpo_minutes, grpo_steps=2,
                         train_episodes=2, eval_seeds=1, eval_windows=4, text_reward=self.text_reward, seed=self.seed,
-                        threads=self.threads, tiny=True)
+                        threads=self.threads, device=self.device, tiny=True)
         return self
 
 
@@ -162,8 +167,6 @@ def table(results: dict) -> str:
 
 
 def main(args: Args) -> dict:
-    import torch
-
     from baselines.video import score_baselines
     from rlvr_envs.core.records import RunRecord
     from rlvr_envs.registration import task_from_env_id
@@ -178,13 +181,15 @@ def main(args: Args) -> dict:
         from trainers import demo_text
 
         return demo_text.main(args)
-    torch.set_num_threads(args.threads)
+    from rlvr_envs.core.device import setup_device
+
+    device = str(setup_device(args.device, threads=args.threads).device)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     record = RunRecord("rlvr-world demo", threads=args.threads)
     print(f"[1/4] loading the shipped PushT tokenizer and MLE world model; held-out set for {ENV_ID}", flush=True)
-    task = task_from_env_id(ENV_ID, reward="mae")
+    task = task_from_env_id(ENV_ID, reward="mae", device=device)
     base = shipped_world_model(task)
     indices = held_out_indices(len(task), args.eval_windows)
     print(f"[2/4] evaluating the MLE base on {len(indices)} held-out transitions x {args.eval_seeds} seeds", flush=True)
@@ -197,11 +202,11 @@ def main(args: Args) -> dict:
     grpo_args = GRPOConfig(env_id=ENV_ID, env_kwargs=("reward=mae",), out=str(out / "grpo"), steps=args.grpo_steps,
                            max_seconds=60 * args.grpo_minutes, lr=1e-4, train_episodes=args.train_episodes,
                            eval_every=10**9, eval_windows=min(16, args.eval_windows), seed=args.seed,
-                           threads=args.threads)
+                           threads=args.threads, device=args.device)
     grpo_record = RunRecord("rlvr-world demo: GRPO", threads=args.threads)
     card = grpo.main(grpo_args)
     results_run, shortfall = grpo_run(grpo_record, args, card["steps"])
-    rlvr = load_world_model(str(out / "grpo"), task.vocab)
+    rlvr = load_world_model(str(out / "grpo"), task.vocab, device=device)
 
     print("[4/4] evaluating the RLVR model on the same transitions and seeds", flush=True)
     scores["rlvr"] = evaluate(rlvr, task, indices, args.eval_seeds)
@@ -222,7 +227,7 @@ def main(args: Args) -> dict:
     results.update(total_seconds=round(time.perf_counter() - started, 1), args=asdict(args),
                    command=command_line("rlvr-world demo", args), run=record.finish(), grpo_run=results_run,
                    grpo_shortfall=shortfall)
-    results["machine"] = machine_line(results["run"], results_run)
+    results["machine"] = machine_line(results["run"], results_run) + f", {'CPU' if device == 'cpu' else device}"
     (out / "results.json").write_text(json.dumps(strict_json(results), indent=2) + "\n", encoding="utf-8")
     frames_figure(task, indices, {"MLE base": base, "RLVR (GRPO)": rlvr}, out / "frames.png")
     reward_figure(out / "grpo" / "log.jsonl", out / "grpo_reward.png")

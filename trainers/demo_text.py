@@ -52,13 +52,15 @@ def shipped_text_model() -> Path:
     return ASSET
 
 
-def evaluate(model_dir: Path, task: Any, indices: list[int]) -> dict[str, Any]:
+def evaluate(model_dir: Path, task: Any, indices: list[int], device: str = "cpu") -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM
 
     from rlvr_envs.integrations.hf import evaluate_accuracy
 
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32)
+    from rlvr_envs.core.device import resolve_device
+
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=torch.float32).to(resolve_device(device))
     return evaluate_accuracy(model, task, indices, GRPO["max_completion_len"], per_transition=True)
 
 
@@ -100,7 +102,7 @@ def main(args) -> dict[str, Any]:
     changed = [task.transition(i).changed for i in indices]
     print(f"[2/4] evaluating the SFT model greedily on {len(indices)} held-out transitions "
           f"({sum(c is True for c in changed)} change the state)", flush=True)
-    scores = {"sft": evaluate(base_dir, task, indices)}
+    scores = {"sft": evaluate(base_dir, task, indices, args.device)}
 
     print(f"[3/4] GRPO on the verified reward ({args.text_reward}) for up to {args.grpo_minutes} min / "
           f"{args.grpo_steps} steps", flush=True)
@@ -112,12 +114,12 @@ def main(args) -> dict[str, Any]:
     card = grpo.main(GRPOConfig(env_id=env_id, env_kwargs=size, model=str(base_dir), out=str(out / "grpo"),
                             steps=args.grpo_steps, max_seconds=60 * args.grpo_minutes, balance=True,
                             eval_every=10**9, eval_windows=4, checkpoint_every=max(10, args.grpo_steps // 4),
-                            seed=args.seed, threads=args.threads,
+                            seed=args.seed, threads=args.threads, device=args.device,
                             **{**GRPO, **({"max_completion_len": 16} if args.tiny else {})}))
 
     grpo_record_done, shortfall = grpo_run(grpo_record, args, card["steps"])
     print("[4/4] evaluating the RLVR model on the same transitions", flush=True)
-    scores["rlvr"] = evaluate(Path(card["final_model"]), task, indices)
+    scores["rlvr"] = evaluate(Path(card["final_model"]), task, indices, args.device)
     baseline = nothing_changes(task, indices)
     results: dict[str, Any] = {
         "env_id": env_id, "reward": task.reward_description, "held_out_transitions": len(indices),

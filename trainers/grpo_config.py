@@ -45,6 +45,16 @@ class GRPOConfig:
     checkpoint_every: int = 25
     seed: int = 0
     threads: int = 2
+    device: str = "auto"  #: auto (CUDA when present), cpu, cuda or cuda:N (under accelerate launch: auto or cuda)
+    precision: str = "auto"  #: auto (bf16 autocast where the device computes bf16 natively), bf16 or fp32
+    #: video only: prompts per generate call (0 = this process's whole share); fix it to draw the same samples
+    #: at any number of processes (call c of a step is seeded alike wherever it runs)
+    generation_batch: int = 0
+    use_vllm: bool = False  #: language only: TRL generates with vLLM (pip install vllm; a GPU)
+    vllm_mode: str = "colocate"  #: language only: "colocate" (vLLM inside each training process) or "server"
+    vllm_server_host: str = "0.0.0.0"  #: language only, vllm_mode=server: where `trl vllm-serve` listens
+    vllm_server_port: int = 8000
+    vllm_gpu_memory_utilization: float = 0.3  #: language only, colocate: GPU memory share vLLM may take
     logging: str = "none"  #: "none" or "tensorboard" (JSON lines are always written to out/log.jsonl)
     resume: bool = False
 
@@ -65,6 +75,17 @@ class GRPOConfig:
             raise ValueError("need beta >= 0, clip > 0, lr > 0 and temperature > 0")
         if self.logging not in ("none", "tensorboard"):
             raise ValueError(f"logging must be 'none' or 'tensorboard', got {self.logging!r}")
+        from rlvr_envs.core.device import PRECISIONS, resolve_device
+
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"--precision {self.precision!r}: one of {', '.join(PRECISIONS)}")
+        resolve_device(self.device)  # an absent or malformed device fails before any work
+        if self.generation_batch < 0:
+            raise ValueError(f"generation_batch must be >= 0, got {self.generation_batch}")
+        if self.vllm_mode not in ("colocate", "server"):
+            raise ValueError(f"--vllm-mode must be 'colocate' or 'server', got {self.vllm_mode!r}")
+        if self.use_vllm and importlib.util.find_spec("vllm") is None:
+            raise ValueError("--use-vllm needs the vllm package (pip install vllm) and a CUDA GPU")
         if self.logging == "tensorboard" and importlib.util.find_spec("tensorboard") is None:
             raise ValueError("logging='tensorboard' needs the tensorboard package: pip install tensorboard")
         if sum(map(bool, (self.balance, self.changed_only, self.prompts))) > 1:

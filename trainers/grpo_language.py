@@ -33,6 +33,9 @@ What goes where:
   the end; `--max-seconds` ends training early (still evaluated and saved). Checkpoints in
   `out/checkpoint-N` (`--resume` continues), the final model in `out/final` (LoRA merged),
   the summary in `out/results.json`.
+- scale: `--use-vllm` has TRL generate with vLLM (`--vllm-mode colocate`, or `server` next to
+  `trl vllm-serve`); `configs/accelerate/deepspeed_zero2.yaml` shards optimizer state over the
+  GPUs (docs/scale_out.md has the commands).
 """
 
 from __future__ import annotations
@@ -95,7 +98,7 @@ def build(args: GRPOConfig) -> dict[str, Any]:
         max_completion_length=args.max_completion_len, logging_steps=1, save_strategy="steps",
         save_steps=args.checkpoint_every * mu, save_total_limit=2, report_to=report_to(args.logging),
         seed=args.seed, data_seed=args.seed, log_completions=False, dataloader_num_workers=0,
-        **extra, **device_kwargs(False))
+        **extra, **vllm_kwargs(args), **device_kwargs(args.precision == "fp32", args.device))
     indices = balanced_indices(train_task, args.seed) if args.balance else \
         changed_indices(train_task) if args.changed_only else \
         sorted({i for path in args.prompts for i in read_prompt_indices(path, args.env_id, len(train_task))}) \
@@ -103,6 +106,19 @@ def build(args: GRPOConfig) -> dict[str, Any]:
     return {"train_task": train_task, "eval_task": eval_task, "env_kwargs": env_kwargs, "config": config,
             "dataset": prompt_dataset(args.env_id, task=train_task, indices=indices),
             "reward": RewardFunction(args.env_id, task=train_task), "resume_from": resume_from, "world": world}
+
+
+def vllm_kwargs(args: GRPOConfig) -> dict[str, Any]:
+    """GRPOConfig's vLLM options (`--use-vllm`): colocated in each training process, or a
+    `trl vllm-serve` server; nothing when vLLM is off."""
+    if not args.use_vllm:
+        return {}
+    out: dict[str, Any] = {"use_vllm": True, "vllm_mode": args.vllm_mode}
+    if args.vllm_mode == "server":
+        out.update(vllm_server_host=args.vllm_server_host, vllm_server_port=args.vllm_server_port)
+    else:
+        out["vllm_gpu_memory_utilization"] = args.vllm_gpu_memory_utilization
+    return out
 
 
 def train(args: GRPOConfig) -> dict[str, Any]:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import platform
 import shutil
 import time
 from pathlib import Path
@@ -118,23 +117,24 @@ def response_logps(model, prompts: torch.Tensor, responses: torch.Tensor, frame_
 
 
 # -- tasks and models ------------------------------------------------------------------
-def build_held_out(args):
-    """The held-out task: `data_dir`'s test split, or the env's embedded held-out set."""
+def build_held_out(args, device: torch.device | str = "cpu"):
+    """The held-out task (tokenizer, decoding and rewards on `device`): `data_dir`'s test split,
+    or the env's embedded held-out set."""
     from rlvr_envs.registration import entry, task_from_env_id
 
-    kwargs = {**entry(args.env_id).kwargs, **args.kwargs()}
+    kwargs = {**entry(args.env_id).kwargs, "device": str(device), **args.kwargs()}
     if "data_dir" in kwargs:
         kwargs["split"] = "test"
     return task_from_env_id(args.env_id, **kwargs)
 
 
-def build_training(args, held_out):
+def build_training(args, held_out, device: torch.device | str = "cpu"):
     """The training task: `data_dir`'s train split, or PushT episodes generated once (seed
     20000). Training windows start at every frame and every phase of the frame skip."""
     from rlvr_envs.registration import entry, task_from_env_id
     from rlvr_envs.video.task import embedded_heldout_dir
 
-    kwargs = {**entry(args.env_id).kwargs, **args.kwargs()}
+    kwargs = {**entry(args.env_id).kwargs, "device": str(device), **args.kwargs()}
     if "data_dir" in kwargs:
         kwargs["split"] = "train"
     else:
@@ -215,29 +215,38 @@ def train(args) -> dict:
 
     from rlvr_envs.video.evaluation import held_out_indices
     from rlvr_envs.video.world_model import generate_responses, save_world_model
+    from trainers.distributed import machine_line, start_run
 
     args.validate()
     torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    print(f"building tasks for {args.env_id} ...", flush=True)
-    held_out = build_held_out(args)
-    reference = load_start_model(args, held_out)  # a vocabulary mismatch fails here, before the long part
-    reference.requires_grad_(False)
-    started_from = start_model_dir(args, held_out)
-    train_task = build_rollout_training(args, held_out) if args.video_prompts else build_training(args, held_out)
-    layout, frame_codes = train_task.layout, train_task.vocab.frame_codes
-    eval_indices = held_out_indices(len(held_out), args.eval_windows)
+    run = start_run(args.device, args.precision, args.threads)
     group, per_step = args.group_size, args.prompts_per_step
-    print(f"{len(train_task)} training transitions, {len(eval_indices)} held-out; {per_step} prompts x {group} "
-          f"samples per step", flush=True)
-
-    checkpoint = find_checkpoint(out) if args.resume else None
+    chunk = args.generation_batch or per_step // run.world  # prompts per generate call
+    if per_step % chunk or (per_step // chunk) % run.world:
+        raise ValueError(f"--prompts-per-step {per_step} must split into calls of --generation-batch {chunk} "
+                         f"prompts, shared evenly by {run.world} process(es)")
+    say = print if run.is_main else (lambda *a, **k: None)
+    out = Path(args.out)
     log_path = out / "log.jsonl"
     if log_path.exists() and not args.resume:
         raise FileExistsError(f"{out} already holds a run (log.jsonl); pass --resume to continue it or choose "
                               f"another --out")
+    run.wait()  # every rank has checked the folder before rank 0 writes to it
+    if run.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+    say(f"building tasks for {args.env_id} on {run.describe()} ...", flush=True)
+    held_out = build_held_out(args, run.device)
+    reference = load_start_model(args, held_out)  # a vocabulary mismatch fails here, before the long part
+    reference.requires_grad_(False)
+    started_from = start_model_dir(args, held_out)
+    train_task = build_rollout_training(args, held_out) if args.video_prompts else \
+        build_training(args, held_out, run.device)
+    layout, frame_codes = train_task.layout, train_task.vocab.frame_codes
+    eval_indices = held_out_indices(len(held_out), args.eval_windows)
+    say(f"{len(train_task)} training transitions, {len(eval_indices)} held-out; {per_step} prompts x {group} "
+        f"samples per step", flush=True)
+
+    checkpoint = find_checkpoint(out) if args.resume else None
     step, history = 0, []
     if checkpoint is not None:
         state = load_torch_file(checkpoint / "state.pt", "the GRPO training state", RESUME_REMEDY)
@@ -253,82 +262,112 @@ def train(args) -> dict:
 
             model = load_world_model(str(checkpoint), train_task.vocab)
         step, history = int(state["step"]), list(state["history"])
-        print(f"resuming {checkpoint} at step {step}", flush=True)
+        say(f"resuming {checkpoint} at step {step}", flush=True)
     else:
         model = load_start_model(args, train_task)
         if args.lora_r:
             model = _with_lora(model, args)
         state = None
-    keep_log_until(log_path, step)  # steps after the checkpoint are run again: log them once
+    model.to(run.device)  # before the optimizer loads its state, so the state lands on the device too
+    if run.is_main:
+        keep_log_until(log_path, step)  # steps after the checkpoint are run again: log them once
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr,
                                   weight_decay=0.0, betas=(0.9, 0.99))
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
+    policy = model  # generation, evaluation and saving use the plain model; updates go through DDP
+    model, optimizer = run.prepare(model, optimizer)
     writer = None
-    if args.logging == "tensorboard":
+    if args.logging == "tensorboard" and run.is_main:
         from torch.utils.tensorboard import SummaryWriter
 
         writer = SummaryWriter(str(out / "tensorboard"))
 
-    if not history:
+    if not history and run.is_main:
         base = evaluate(reference, held_out, eval_indices, args.seed)
         history.append({"step": 0, "eval": base})
         print(f"start: greedy MAE {base['greedy']['mae']:.5f}, sampled MAE {base['sampled']['mae']:.5f}", flush=True)
-    loss_mask = torch.as_tensor(layout.loss_mask())
-    log = log_path.open("a", encoding="utf-8")
+    loss_mask = torch.as_tensor(layout.loss_mask()).to(run.device)
+    log = log_path.open("a", encoding="utf-8") if run.is_main else None
     started, failures = time.perf_counter(), 0
-    bar = tqdm(total=args.steps, initial=step, desc=f"GRPO {args.env_id.split('/')[-1]}", unit="step")
+    bar = tqdm(total=args.steps, initial=step, desc=f"GRPO {args.env_id.split('/')[-1]}", unit="step",
+               disable=not run.is_main)
     while step < args.steps:
-        if args.max_seconds and time.perf_counter() - started >= args.max_seconds:
+        if run.agree(bool(args.max_seconds) and time.perf_counter() - started >= args.max_seconds):
             bar.write(f"stopping at step {step}: --max-seconds {args.max_seconds} reached")
             break
         tick = time.perf_counter()
         rng = np.random.default_rng([args.seed, step])
         picked = rng.choice(len(train_task), size=per_step, replace=len(train_task) < per_step)
-        indices = np.repeat(picked, group)
+        step_seed = int(rng.integers(2**31))
+        # this rank's calls: call c samples prompts picked[c*chunk:(c+1)*chunk] with seed step_seed + c,
+        # whatever the number of processes, so 1 and N processes draw the same samples
+        calls = run.shard(list(range(per_step // chunk)))
+        mine = np.concatenate([picked[c * chunk:(c + 1) * chunk] for c in calls])
+        indices = np.repeat(mine, group)
         prompts = torch.as_tensor(np.stack([train_task.prompt_ids(int(i)) for i in indices]))
-        given = None if train_task.given_action_tokens(int(picked[0])) is None else \
+        given = None if train_task.given_action_tokens(int(mine[0])) is None else \
             np.stack([train_task.given_action_tokens(int(i)) for i in indices])
-        model.eval()
-        responses = generate_responses(model, prompts, layout, given, temperature=args.temperature,
-                                       top_k=args.top_k or None, seed=int(rng.integers(2**31)))
+        policy.eval()
+        rows = chunk * group
+        with run.precision.autocast():
+            responses = np.concatenate([
+                generate_responses(policy, prompts[k * rows:(k + 1) * rows], layout,
+                                   None if given is None else given[k * rows:(k + 1) * rows],
+                                   temperature=args.temperature, top_k=args.top_k or None, seed=step_seed + c)
+                for k, c in enumerate(calls)])
+        error = None
         try:
             results = train_task.verify(indices.tolist(), list(responses))
         except Exception as exc:  # a verifier failure costs this step, never the run
+            error = f"{type(exc).__name__}: {exc}"
+        if run.agree(error is not None):  # every rank skips the step together
             failures += 1
             step += 1
             bar.update(1)
-            log.write(json_line({"step": step, "reward_failure": f"{type(exc).__name__}: {exc}",
-                                 "reward_failures": failures}))
-            log.flush()
+            if run.is_main:
+                log.write(json_line({"step": step, "reward_failure": error or "on another process",
+                                     "reward_failures": failures}))
+                log.flush()
             continue
-        rewards = torch.tensor([r.reward for r in results], dtype=torch.float32).view(per_step, group)
+        rewards = torch.tensor([r.reward for r in results], dtype=torch.float32).view(len(mine), group)
         advantages = group_advantages(rewards, scale=args.loss_type != "dr_grpo").reshape(-1)  # GRPO's
         spread = (rewards.std(dim=1) > 0).repeat_interleave(group)
         generated = time.perf_counter()
-        record = {"step": step + 1, "reward": float(rewards.mean()), "reward_std": float(rewards.std(dim=1).mean()),
-                  "zero_spread": float(1 - spread.float().mean()),
-                  "repetition": float(np.mean([r.metrics.get("repetition", 0.0) for r in results]))}
-        if spread.any():
+        everyone = run.gather(rewards)  # [per_step, G]: the step's rewards over all processes, for the log
+        repetition = run.gather(torch.tensor([r.metrics.get("repetition", 0.0) for r in results]))
+        record = {"step": step + 1, "reward": float(everyone.mean()), "reward_std": float(everyone.std(dim=1).mean()),
+                  "zero_spread": float((everyone.std(dim=1) == 0).float().mean()),
+                  "repetition": float(repetition.mean())}
+        if run.agree(bool(spread.any())):
             keep = spread.nonzero().squeeze(1)
-            batch_prompts, batch_responses = prompts[keep], torch.as_tensor(responses)[keep]
+            weight = 1.0
+            if len(keep) == 0:  # nothing to learn here, but DDP needs this process's (zero) gradient
+                keep, weight = torch.arange(group), 0.0  # one whole group, weighted 0
+            batch_prompts = prompts[keep].to(run.device)
+            batch_responses = torch.as_tensor(responses)[keep].to(run.device)
             mask = loss_mask.unsqueeze(0).expand(len(keep), -1)
-            with torch.no_grad():
+            with torch.no_grad(), run.precision.autocast():
                 # one update per batch: the sampling policy is the current one (TRL skips this forward too)
                 rloo = args.algorithm == "rloo"
                 old = None if args.updates_per_step == 1 and not (rloo and args.beta) else \
-                    response_logps(model, batch_prompts, batch_responses, frame_codes, args.temperature)
+                    response_logps(policy, batch_prompts, batch_responses, frame_codes, args.temperature)
                 ref = None if not args.beta else \
                     response_logps(reference, batch_prompts, batch_responses, frame_codes, args.temperature)
                 if rloo:  # whole groups are kept, so the kept rewards regroup as [groups, G]
                     kl = None if ref is None else ((old - ref) * mask).sum(1).view(-1, group)
-                    advantages_kept = rloo_advantages(rewards.reshape(-1)[keep].view(-1, group), kl,
+                    advantages_kept = rloo_advantages(rewards.reshape(-1)[keep].view(-1, group).to(run.device), kl,
                                                       args.beta).reshape(-1)
                 else:
-                    advantages_kept = advantages[keep]
+                    advantages_kept = advantages[keep].to(run.device)
+            # the loss averages over this process's units (sequences, or tokens for bnpo/dapo): weigh it so
+            # DDP's average over processes is the average over every process's units (1.0 on one process)
+            units = float(mask.sum()) if args.loss_type in ("bnpo", "dapo") and not rloo else float(len(keep))
+            scale = run.global_scale(units * weight) if run.world > 1 else weight
             model.train()
             for _ in range(args.updates_per_step):
-                logps = response_logps(model, batch_prompts, batch_responses, frame_codes, args.temperature)
+                with run.precision.autocast():
+                    logps = response_logps(model, batch_prompts, batch_responses, frame_codes, args.temperature)
                 old = logps.detach() if old is None else old
                 if rloo:
                     loss, stats = rloo_loss(logps, old, advantages_kept, mask, args.clip)
@@ -336,8 +375,8 @@ def train(args) -> dict:
                     loss, stats = grpo_loss(logps, old, ref, advantages_kept, mask, args.clip, args.beta,
                                             args.loss_type, layout.response_len)
                 optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                run.backward(loss * scale if scale != 1.0 else loss)
+                run.clip_grad_norm_(model.parameters(), 1.0)
                 optimizer.step()
             record.update(loss=float(loss.detach()), **stats)
         step += 1
@@ -345,8 +384,10 @@ def train(args) -> dict:
                       seconds=time.perf_counter() - started)
         bar.update(1)
         bar.set_postfix(reward=f"{record['reward']:.4f}", zero_spread=f"{record['zero_spread']:.2f}")
+        if not run.is_main:
+            continue
         if step % args.eval_every == 0 or step == args.steps:
-            report = evaluate(model, held_out, eval_indices, args.seed)
+            report = evaluate(policy, held_out, eval_indices, args.seed)
             history.append({"step": step, "eval": report})
             record["eval"] = report
             bar.write(f"step {step}: held-out greedy MAE {report['greedy']['mae']:.5f}, sampled MAE "
@@ -358,21 +399,25 @@ def train(args) -> dict:
                 if isinstance(value, float):
                     writer.add_scalar(f"train/{key}", value, step)
         if step % args.checkpoint_every == 0 and step < args.steps:
-            save_checkpoint(out, model, optimizer, step, history, started_from)
+            save_checkpoint(out, policy, optimizer, step, history, started_from)
     bar.close()
+    if not run.is_main:  # rank 0 evaluates and saves; the others are done
+        run.end()
+        return {"rank": run.rank, "steps": step}
     if history[-1]["step"] != step:  # the last step's verifier failed: evaluate what we have
-        history.append({"step": step, "eval": evaluate(model, held_out, eval_indices, args.seed)})
+        history.append({"step": step, "eval": evaluate(policy, held_out, eval_indices, args.seed)})
     seconds = time.perf_counter() - started
-    final = model.merge_and_unload() if args.lora_r else model
+    final = policy.merge_and_unload() if args.lora_r else policy
     save_world_model(final, str(out))
     card = {"what": f"GRPO post-training of {started_from} on {args.env_id}",
             "command": command_line("python -m trainers.grpo", args),
             "args": dataclasses.asdict(args), "started_from": started_from, "steps": step,
             "train_seconds_this_run": round(seconds, 1), "reward_failures": failures, "held_out_transitions": len(eval_indices),
-            "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, CPU",
+            "processes": run.world, "machine": machine_line(run),
             "start": history[0]["eval"], "final": history[-1]["eval"], "eval_history": history}
     (out / "card.json").write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
     shutil.rmtree(out / "checkpoint", ignore_errors=True)
     if writer is not None:
         writer.close()
+    run.end()
     return card

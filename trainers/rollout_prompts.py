@@ -47,6 +47,7 @@ class Args:
     batch_size: int = 128  #: world-model generation batch
     seed: int = 0
     threads: int = 2
+    device: str = "auto"  #: auto (CUDA when present), cpu, cuda or cuda:N: where the world model rolls out
     out: str = "runs/rollout_prompts.npz"
 
     def validate(self) -> "Args":
@@ -57,6 +58,9 @@ class Args:
             raise ValueError(f"std must be > 0, got {self.std}")
         if not self.out.endswith(".npz"):
             raise ValueError(f"out must be an .npz file, got {self.out!r}")
+        from rlvr_envs.core.device import resolve_device
+
+        resolve_device(self.device)  # an absent or malformed device fails before any work
         return self
 
 
@@ -101,11 +105,14 @@ def main(args: Args) -> dict:
     from rlvr_envs.video.sources import TEST_EVERY
     from rlvr_envs.video.task import skip_frames
 
+    from rlvr_envs.core.device import setup_device
+
     args.validate()
-    torch.set_num_threads(args.threads)
+    run = setup_device(args.device, threads=args.threads)
     began = time.perf_counter()
     rng = np.random.default_rng(args.seed)
-    sim = LearnedPushTSim(args.model or None, args.tokenizer or None, reward="none", batch_size=args.batch_size)
+    sim = LearnedPushTSim(args.model or None, args.tokenizer or None, reward="none", batch_size=args.batch_size,
+                          device=str(run.device))
     skip, history = sim.frame_skip, sim.history
     episodes = [e for e in PushTEpisodeDataset(args.data) if int(e.index) % TEST_EVERY != 0]
     usable = [e for e in episodes if len(skip_frames(np.asarray(e.frames), np.asarray(e.actions), skip)[0]) > history]
@@ -139,7 +146,7 @@ def main(args: Args) -> dict:
     meta = {"command": command_line("python -m trainers.rollout_prompts", args), "model": sim.model_name,
             "tokenizer": sim.tokenizer_name, "data": args.data, "starts": args.starts, "horizon": args.horizon,
             "prompts": int(len(prompts)), "seconds": round(time.perf_counter() - began, 1),
-            "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, CPU",
+            "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, {run.describe()}",
             "time": time.strftime("%Y-%m-%d %H:%M")}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -152,5 +159,9 @@ def main(args: Args) -> dict:
     return meta
 
 
+def parse_args(argv: list[str] | None = None) -> Args:
+    return parse_dataclass_args(Args, __doc__.splitlines()[0], argv)
+
+
 if __name__ == "__main__":
-    main(parse_dataclass_args(Args, __doc__.splitlines()[0]))
+    main(parse_args())

@@ -46,6 +46,8 @@ TEXT_PRESETS: dict[str, dict[str, int]] = {
     "tiny": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 384},
     "small": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 768},
     "base": {"hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8, "intermediate_size": 1536},
+    #: ~57M on the 1,024-token BPE: a GPU preset (rlvr_envs.core.sizing; docs/scale_out.md)
+    "medium": {"hidden_size": 640, "num_hidden_layers": 10, "num_attention_heads": 10, "intermediate_size": 2048},
 }
 
 
@@ -68,6 +70,7 @@ class Args:
     prompt_loss: bool = False  #: train on the prompt tokens too (free extra signal: the states in the prompt teach JSON and copying)
     train_size: int = 0  #: training transitions (tasks with a `size` argument; 0 = the task's default)
     eval_size: int = 64  #: held-out (test split) transitions evaluated
+    max_seconds: float = 0.0  #: also stop after this much training time (0 = no limit); still evaluated and saved
     eval_every: int = 200
     checkpoint_every: int = 200
     max_new_tokens: int = 0  #: evaluation answer budget (0 = the task's max_response_len)
@@ -181,34 +184,18 @@ def trim_log_for_resume(out: str | Path, resume_from: str | None) -> None:
     keep_log_until(Path(out) / "log.jsonl", step, redone=lambda record: any(k.startswith("eval/") for k in record))
 
 
-def cpu_has_native_bf16(cpuinfo: str | None = None) -> bool:
-    """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX). Without it PyTorch emulates
-    bf16 and autocast is slower than fp32: measured 2.1x slower per SFT step on MiniWeb on an
-    AVX512 Xeon without BF16, while CPUs with it ran about 35% faster."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:  # not Linux: assume emulated bf16
-            return False
-    flags = set()
-    for line in cpuinfo.splitlines():
-        if line.startswith("flags"):
-            flags.update(line.partition(":")[2].split())
-    return bool(flags & {"avx512_bf16", "amx_bf16"})
-
-
-def device_kwargs(fp32: bool) -> dict[str, bool]:
-    """bf16 autocast (fp32 weights) where the hardware has native bf16 (a GPU that supports it, or
-    `cpu_has_native_bf16`), fp32 otherwise or with `fp32`. Without a GPU: `use_cpu`
+def device_kwargs(fp32: bool, device: str = "auto") -> dict[str, bool]:
+    """TrainingArguments for `rlvr_envs.core.device`'s policy: bf16 autocast (fp32 weights) where
+    the device computes bf16 natively, fp32 otherwise or with `fp32`. On a CPU: `use_cpu`
     (transformers refuses bf16 on a CPU it was not told to use) and no gradient checkpointing
     (TRL turns it on to save GPU memory; on a CPU it only costs time)."""
-    import torch
-
     from transformers import TrainingArguments
 
-    cuda = torch.cuda.is_available()
-    bf16 = not fp32 and (torch.cuda.is_bf16_supported() if cuda else cpu_has_native_bf16())
-    if cuda:
+    from rlvr_envs.core.device import device_capabilities, precision_policy, resolve_device
+
+    resolved = resolve_device(device)
+    bf16 = precision_policy(resolved, device_capabilities(resolved), "fp32" if fp32 else "auto").bf16
+    if resolved.type == "cuda":
         return {"bf16": bf16}
     # transformers 5 renamed gradient checkpointing to activation checkpointing
     name = "activation_checkpointing" if "activation_checkpointing" in TrainingArguments.__dataclass_fields__ \
@@ -288,7 +275,7 @@ def main(args: Args) -> dict[str, Any]:
     from trl import SFTTrainer
 
     from rlvr_envs.registration import task_from_env_id
-    from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, held_out_indices
+    from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, TimeLimit, held_out_indices
     from rlvr_envs.integrations.trl import balanced_indices
 
     args.validate()
@@ -327,7 +314,8 @@ def main(args: Args) -> dict[str, Any]:
                             log_path=out / "log.jsonl", max_new_tokens=args.max_new_tokens or None,
                             at_start=not args.from_scratch or resume_from is not None)
     trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(train_task, indices),
-                         processing_class=train_task.tokenizer, callbacks=[evaluator, JsonlLog(out / "log.jsonl")],
+                         processing_class=train_task.tokenizer,
+                         callbacks=[evaluator, JsonlLog(out / "log.jsonl"), TimeLimit(args.max_seconds)],
                          peft_config=lora_config(args.lora_r, args.lora_alpha) if args.lora_r > 0 else None)
     trim_log_for_resume(out, resume_from)
     output = trainer.train(resume_from_checkpoint=resume_from)

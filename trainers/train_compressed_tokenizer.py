@@ -17,6 +17,10 @@ context branch from a trained per-frame tokenizer (frozen unless `--train-contex
 context codes are that tokenizer's codes. Training stops at `--steps` or `--max-seconds`
 (the learning-rate schedule follows whichever ends first); the run ends with held-out
 metrics (`rlvr_envs.video.compressed_tokenizer.evaluate_clips`) written into the model card.
+
+`--device` follows `rlvr_envs.core.device` (fp32, TF32 matmuls on CUDA: the FSQ quantisers round
+their latents); under `accelerate launch` each process trains on its share of every batch, DDP
+averages the gradients, the schedule follows rank 0's clock, and rank 0 evaluates and saves.
 """
 
 from __future__ import annotations
@@ -24,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import platform
 import sys
 import time
 from dataclasses import dataclass
@@ -61,6 +64,7 @@ class Args:
     checkpoint_every: int = 500
     seed: int = 0
     threads: int = 1
+    device: str = "auto"  #: auto (CUDA when present), cpu, cuda or cuda:N (under accelerate launch: auto or cuda)
     resume: bool = False
 
     def validate(self) -> "Args":
@@ -68,6 +72,9 @@ class Args:
             raise ValueError("steps, batch_size and max_seconds must be positive and test_every at least 2")
         if self.frame_skip < 1 or self.max_offset < 0:
             raise ValueError("frame_skip must be positive and max_offset non-negative")
+        from rlvr_envs.core.device import resolve_device
+
+        resolve_device(self.device)  # an absent or malformed device fails before any work
         return self
 
 
@@ -104,14 +111,14 @@ class PairSampler:
             to_x(context).contiguous(memory_format=torch.channels_last)
 
 
-def _perceptual(weight: float):
-    """An LPIPS loss when asked for and its real weights are here, else None (and why)."""
+def _perceptual(weight: float, device: torch.device | str = "cpu"):
+    """An LPIPS loss on `device` when asked for and its real weights are here, else None (and why)."""
     if weight <= 0:
         return None, "not used (--lpips-weight 0)"
     from rlvr_envs.video import metrics
 
     try:
-        lpips = metrics.load_lpips("vgg", allow_download=False)
+        lpips = metrics.load_lpips("vgg", device=device, allow_download=False)
     except metrics.LPIPSWeightsUnavailable:
         return None, "not used: the LPIPS backbone weights are not on this machine"
     return lpips, f"LPIPS (vgg) x {weight}"
@@ -123,10 +130,12 @@ def main(args: Args) -> dict:
     from rlvr_envs.video.compressed_tokenizer import (CompressedTokenizer, CompressedTokenizerConfig, evaluate_clips,
                                                       heldout_clips)
     from rlvr_envs.video.frame_tokenizer import FrameTokenizer
+    from trainers.distributed import Method, machine_line, start_run
 
     args.validate()
     torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
+    run = start_run(args.device, "fp32", args.threads)
+    run.check_divisible(args.batch_size, "--batch-size")
     rng = np.random.default_rng(args.seed)
     train, test = load_episode_frames(args.data, args.test_every)
     resolution = train[0].shape[1:3]
@@ -156,6 +165,7 @@ def main(args: Args) -> dict:
         model = CompressedTokenizer.load(checkpoint)
         for parameter in model.context.parameters():
             parameter.requires_grad_(train_context)
+    model.to(run.device)  # before the optimizer loads its state, so the state lands on the device too
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=1e-4)
     if args.resume and (checkpoint / "state.pt").exists():
@@ -166,24 +176,26 @@ def main(args: Args) -> dict:
     sampler = PairSampler(train, args.frame_skip, args.max_offset, rng)
     test_clips = heldout_clips(test, args.frame_skip, args.max_offset + 1, 10, args.eval_clips, args.seed)
     del train
-    perceptual, perceptual_note = _perceptual(args.lpips_weight)
+    perceptual, perceptual_note = _perceptual(args.lpips_weight, run.device)
     model = model.to(memory_format=torch.channels_last).train()
     background = model.context.background.detach()
-    out.mkdir(parents=True, exist_ok=True)
-    keep_log_until(out / "log.jsonl", start_step, redone=lambda record: True)  # steps from start_step run again
-    log = (out / "log.jsonl").open("a", encoding="utf-8")
+    trained, optimizer = run.prepare(Method(model, "reconstruct"), optimizer)
+    if run.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        keep_log_until(out / "log.jsonl", start_step, redone=lambda record: True)  # steps from start_step run again
+    log = (out / "log.jsonl").open("a", encoding="utf-8") if run.is_main else None
     started = time.perf_counter() - spent
     bar = tqdm(range(start_step, args.steps), desc="compressed tokenizer", unit="step", initial=start_step,
-               total=args.steps)
+               total=args.steps, disable=not run.is_main)
     step = start_step
     for step in bar:
-        elapsed = time.perf_counter() - started
+        elapsed = run.from_main(time.perf_counter() - started)  # one clock: every rank stops and decays alike
         if elapsed >= args.max_seconds:
             break
         for group in optimizer.param_groups:
             group["lr"] = learning_rate(args.lr, max(step / args.steps, elapsed / args.max_seconds))
-        x, context_x = sampler(args.batch_size)
-        context_image, decoded = model.reconstruct(x, context_x)
+        x, context_x = (run.shard(t).to(run.device, non_blocking=True) for t in sampler(args.batch_size))
+        context_image, decoded = trained(x, context_x)
         loss = ((decoded - x).abs() * foreground_weight(x, background, args.foreground_weight, context_x)).mean()
         if train_context:
             loss = loss + ((context_image - context_x).abs()
@@ -191,8 +203,10 @@ def main(args: Args) -> dict:
         if perceptual is not None:
             loss = loss + args.lpips_weight * perceptual(decoded.permute(0, 2, 3, 1), x.permute(0, 2, 3, 1)).mean()
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        run.backward(loss)
         optimizer.step()
+        if not run.is_main:
+            continue
         if step % 50 == 0:
             bar.set_postfix(loss=f"{loss.item():.4f}")
             log.write(json_line({"step": step, "loss": loss.item(), "seconds": time.perf_counter() - started}))
@@ -205,6 +219,9 @@ def main(args: Args) -> dict:
         step = args.steps
     seconds = time.perf_counter() - started
     bar.close()
+    if not run.is_main:  # rank 0 evaluates and saves
+        run.end()
+        return {"rank": run.rank}
     model = model.to(memory_format=torch.contiguous_format).eval()
     held_out = evaluate_clips(model, test_clips)
     summary = {"future_frames": held_out["compressed"]["future_frames"],
@@ -222,10 +239,11 @@ def main(args: Args) -> dict:
             "context_branch": (f"initialised from {args.init_context}" + ("" if train_context else " and frozen"))
             if args.init_context else "trained jointly from scratch",
             "perceptual_loss": perceptual_note,
-            "machine": f"{platform.machine()}, {torch.get_num_threads()} thread(s), CPU",
+            "machine": machine_line(run), "processes": run.world,
             "held_out_metrics": summary}
     model.save(out, card=card)
     print(json.dumps(summary, indent=2))
+    run.end()
     return card
 
 

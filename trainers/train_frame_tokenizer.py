@@ -15,7 +15,10 @@ their frames to the tokenizer's resolution, so this sets the size an env works a
 out its converted `test` folder, as its envs do; the other datasets every episode whose index is
 a multiple of `--test-every`. The run ends with held-out PSNR / SSIM / MAE of the
 reconstructions and writes them into the model card.
-Checkpoints (`--out/checkpoint/`) let an interrupted run resume with `--resume`.
+Checkpoints (`--out/checkpoint/`) let an interrupted run resume with `--resume` (at any number of
+processes). `--device` follows `rlvr_envs.core.device` (fp32, TF32 matmuls on CUDA: FSQ rounds its
+latents, which bf16 would move); under `accelerate launch` each process trains on its share of
+every batch, DDP averages the gradients and rank 0 evaluates and saves.
 The compressed tokenizer of the multi-step world models has its own script,
 `trainers.train_compressed_tokenizer`, which reuses this one's data loading and loss.
 """
@@ -24,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import platform
 import sys
 import time
 from dataclasses import dataclass
@@ -43,6 +45,9 @@ class Args:
     data: str = "data/pusht64"  #: folder of episodes (PushT: `rlvr-world data pusht`; RT-1: `rlvr-world data rt1`)
     dataset: str = "pusht"  #: pusht, rt1, rope or granular: which video env's episodes `data` holds
     resolution: str = ""  #: H,W to resize the frames to ("" = as recorded)
+    #: a named shape (rlvr_envs.video.frame_tokenizer.TOKENIZER_PRESETS: pusht64, or rt1 = 256x320 frames,
+    #: 320 tokens, 4,375 codes); it sets resolution, levels, downsample and channel widths
+    preset: str = ""
     out: str = "runs/frame_tokenizer"
     steps: int = 6000
     batch_size: int = 64
@@ -55,6 +60,7 @@ class Args:
     checkpoint_every: int = 500
     seed: int = 0
     threads: int = 2
+    device: str = "auto"  #: auto (CUDA when present), cpu, cuda or cuda:N (under accelerate launch: auto or cuda)
     resume: bool = False
 
     def validate(self) -> "Args":
@@ -64,6 +70,16 @@ class Args:
             raise ValueError("steps and batch_size must be positive and test_every at least 2")
         if self.dataset not in DATASETS:
             raise ValueError(f"--dataset {self.dataset!r}: one of {', '.join(DATASETS)}")
+        from rlvr_envs.core.device import resolve_device
+        from rlvr_envs.video.frame_tokenizer import TOKENIZER_PRESETS
+
+        resolve_device(self.device)  # an absent or malformed device fails before any work
+        if self.preset:
+            if self.preset not in TOKENIZER_PRESETS:
+                raise ValueError(f"--preset {self.preset!r}: one of {', '.join(TOKENIZER_PRESETS)}")
+            shape = TOKENIZER_PRESETS[self.preset]
+            self.resolution = ",".join(map(str, shape.resolution))
+            self.levels, self.downsample = ",".join(map(str, shape.levels)), shape.downsample
         size = self.frame_size()
         if size is not None and any(v % self.downsample for v in size):
             raise ValueError(f"--resolution {self.resolution}: both sides must be multiples of --downsample "
@@ -144,7 +160,7 @@ def evaluate(model, frames: np.ndarray) -> dict[str, float]:
 
     codes = model.encode(frames)
     decoded = model.decode(codes)
-    target = torch.as_tensor(frames).float() / 255.0
+    target = torch.as_tensor(frames).float() / 255.0  # decode returns frames on the CPU
     result = {"psnr": float(metrics.psnr(decoded, target).mean()), "ssim": float(metrics.ssim(decoded, target).mean()),
               "mae": float(metrics.mae(decoded, target).mean()), "mse": float(metrics.mse(decoded, target).mean()),
               "codes_used": int(np.unique(codes).size)}
@@ -161,26 +177,33 @@ def main(args: Args) -> dict:
 
     from rlvr_envs.video.frame_tokenizer import FrameTokenizer, FrameTokenizerConfig
     from rlvr_envs.video.sources import DATASETS
+    from trainers.distributed import Method, machine_line, start_run
 
     args.validate()
     torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
+    run = start_run(args.device, "fp32", args.threads)
+    run.check_divisible(args.batch_size, "--batch-size")
     rng = np.random.default_rng(args.seed)
     train, test = load_frames(args.data, args.test_every, args.dataset, args.frame_size())
     test = test[rng.permutation(len(test))[: args.eval_frames]]
+    from rlvr_envs.video.frame_tokenizer import TOKENIZER_PRESETS
+
+    widths = {"channels": TOKENIZER_PRESETS[args.preset].channels} if args.preset else {}
     config = FrameTokenizerConfig(resolution=train.shape[1:3], downsample=args.downsample,
-                                  levels=tuple(int(v) for v in args.levels.split(",")))
+                                  levels=tuple(int(v) for v in args.levels.split(",")), **widths).validate()
     model = FrameTokenizer(config)
     sample = train[rng.choice(len(train), size=min(4096, len(train)), replace=False)]
     background = torch.as_tensor(np.median(sample, axis=0)).permute(2, 0, 1).float() / 255.0
     model.background.data.copy_(background)
+    model.to(run.device)
+    background = background.to(run.device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=args.steps, pct_start=0.05)
     out = Path(args.out)
     checkpoint = out / "checkpoint"
     start_step = 0
     if args.resume and (checkpoint / "state.pt").exists():
-        model = FrameTokenizer.load(checkpoint)
+        model = FrameTokenizer.load(checkpoint, device=run.device)
         optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
         schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=args.steps,
                                                        pct_start=0.05)
@@ -189,22 +212,28 @@ def main(args: Args) -> dict:
         schedule.load_state_dict(state["schedule"])
         start_step = int(state["step"])
         rng = np.random.default_rng([args.seed, start_step])
-    out.mkdir(parents=True, exist_ok=True)
-    keep_log_until(out / "log.jsonl", start_step, redone=lambda record: True)  # steps from start_step run again
-    log = (out / "log.jsonl").open("a", encoding="utf-8")
+    if run.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        keep_log_until(out / "log.jsonl", start_step, redone=lambda record: True)  # steps from start_step run again
+    log = (out / "log.jsonl").open("a", encoding="utf-8") if run.is_main else None
     model.train()
+    trained, optimizer = run.prepare(Method(model, "reconstruct"), optimizer)
     started = time.perf_counter()
     bar = tqdm(range(start_step, args.steps), desc="frame tokenizer", unit="step", initial=start_step,
-               total=args.steps)
+               total=args.steps, disable=not run.is_main)
     for step in bar:
-        batch = torch.as_tensor(train[rng.integers(len(train), size=args.batch_size)])
-        x = batch.permute(0, 3, 1, 2).float() / 255.0
+        # every rank draws the global batch (same rng) and trains on its share; equal shares, so DDP's
+        # average of the per-rank means is the global mean
+        batch = torch.as_tensor(run.shard(train[rng.integers(len(train), size=args.batch_size)]))
+        x = batch.to(run.device, non_blocking=True).permute(0, 3, 1, 2).float() / 255.0
         weight = foreground_weight(x, background, args.foreground_weight)
-        loss = ((model.reconstruct(x) - x).abs() * weight).mean()
+        loss = ((trained(x) - x).abs() * weight).mean()
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        run.backward(loss)
         optimizer.step()
         schedule.step()
+        if not run.is_main:
+            continue
         if step % 50 == 0:
             bar.set_postfix(loss=f"{loss.item():.4f}")
             log.write(json_line({"step": step, "loss": loss.item(), "seconds": time.perf_counter() - started}))
@@ -214,6 +243,9 @@ def main(args: Args) -> dict:
             torch.save({"optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(), "step": step + 1},
                        checkpoint / "state.pt")
     seconds = time.perf_counter() - started
+    if not run.is_main:  # rank 0 evaluates and saves
+        run.end()
+        return {"rank": run.rank}
     model.eval()
     held_out = evaluate(model, test)
     card = {"what": f"FrameTokenizer trained by reconstruction on {DATASETS[args.dataset].label} frames "
@@ -222,10 +254,11 @@ def main(args: Args) -> dict:
             "held_out_frames": int(len(test)),
             "command": "python -m trainers.train_frame_tokenizer " + " ".join(sys.argv[1:]),
             "args": dataclasses.asdict(args), "steps": args.steps, "train_seconds_this_run": round(seconds, 1),
-            "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, CPU",
+            "machine": machine_line(run), "processes": run.world,
             "held_out": held_out, "lpips_note": "None: the LPIPS backbone weights are not on this machine"}
     model.save(out, card=card)
     print(json.dumps(held_out, indent=2))
+    run.end()
     return card
 
 

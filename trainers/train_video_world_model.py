@@ -15,8 +15,15 @@ evaluates on held-out episodes against the baselines every claim needs:
     python -m trainers.train_video_world_model --dataset rt1 --data data/rt1 --tokenizer runs/rt1_tokenizer \\
         --layout multi --out runs/wm_rt1_multi
 
+`--device auto|cpu|cuda|cuda:N` (auto: CUDA when present) and `--precision` follow the one
+policy of `rlvr_envs.core.device` (bf16 autocast only where the device computes bf16 natively).
+Under `accelerate launch` (configs in `configs/accelerate/`, see docs/scale_out.md) each process
+trains on its share of every global batch of `--batch-size` windows, DDP averages the
+gradients, and rank 0 alone evaluates and saves: a 2-process run equals a 1-process run at the
+same global batch (tested).
+
 Checkpoints (`--out/checkpoint/`, `save_pretrained` + optimizer state) let an interrupted
-run resume with `--resume`; the final model is saved with `save_pretrained` in `--out` with
+run resume with `--resume`, at any number of processes; the final model is saved with `save_pretrained` in `--out` with
 a model card (`card.json`) holding data, command, steps, wall time and held-out metrics.
 """
 
@@ -24,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import platform
 import sys
 import time
 from dataclasses import dataclass
@@ -56,7 +62,10 @@ class Args:
     checkpoint_every: int = 250
     seed: int = 0
     threads: int = 2
-    bf16: bool = False  #: bf16 autocast on CPU (about 2x faster where supported)
+    device: str = "auto"  #: auto (CUDA when present), cpu, cuda or cuda:N
+    precision: str = "auto"  #: auto (bf16 autocast where the device computes bf16 natively), bf16 or fp32
+    bf16: bool = False  #: force bf16 autocast (same as --precision bf16; emulated, so slower, on CPUs without AMX)
+    compile: bool = False  #: torch.compile the model (worth it on a GPU for long runs)
     resume: bool = False
     init: str = ""  #: continue training this saved model (e.g. the shipped one) instead of a fresh one
     max_seconds: float = 0.0  #: stop after this much training time (0 = run all steps); for matched-time baselines
@@ -72,21 +81,28 @@ class Args:
             raise ValueError(f"--dataset {self.dataset!r}: one of {', '.join(DATASETS)}")
         if self.frame_skip < 0 or self.future < 0:
             raise ValueError("frame_skip and future must be >= 0 (0: the dataset's default)")
+        from rlvr_envs.core.device import PRECISIONS, resolve_device
+
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"--precision {self.precision!r}: one of {', '.join(PRECISIONS)}")
+        resolve_device(self.device)  # an absent or malformed device fails before any work
         spec = DATASETS[self.dataset]  # resolved here, so the card records the values used
         self.frame_skip = self.frame_skip or spec.frame_skip
         self.future = self.future or spec.future
         return self
 
 
-def build_task(args: Args, split: str):
-    """The video task over one split; training windows come from every phase of the frame skip."""
+def build_task(args: Args, split: str, device: str = "cpu"):
+    """The video task over one split (tokenizer and decoding on `device`); training windows come
+    from every phase of the frame skip."""
     from rlvr_envs.video.task import VideoPredictionTask, VideoTaskConfig
 
     offsets = tuple(range(args.frame_skip)) if split == "train" else (0,)
     return VideoPredictionTask(VideoTaskConfig(layout=args.layout, dataset=args.dataset, data_dir=args.data,
                                                split=split, reward="mae",
                                                tokenizer=args.tokenizer, frame_skip=args.frame_skip,
-                                               frame_offsets=offsets, future=args.future, window_stride=1))
+                                               frame_offsets=offsets, future=args.future, window_stride=1,
+                                               device=device))
 
 
 def training_arrays(task) -> tuple[np.ndarray, np.ndarray]:
@@ -140,19 +156,23 @@ def main(args: Args) -> dict:
     from tqdm.auto import tqdm
     from transformers import LlamaForCausalLM
 
+    from rlvr_envs.core.device import maybe_compile
     from rlvr_envs.video.world_model import build_world_model, check_world_model_config, save_world_model
+    from trainers.distributed import machine_line, start_run
 
     args.validate()
     torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
-    print(f"encoding episodes of {args.data} with {args.tokenizer} ...", flush=True)
-    train_task, test_task = build_task(args, "train"), build_task(args, "test")
+    run = start_run(args.device, "bf16" if args.bf16 else args.precision, args.threads)
+    run.check_divisible(args.batch_size, "--batch-size")
+    say = print if run.is_main else (lambda *a, **k: None)
+    say(f"encoding episodes of {args.data} with {args.tokenizer} on {run.describe()} ...", flush=True)
+    train_task, test_task = build_task(args, "train", str(run.device)), build_task(args, "test", str(run.device))
     sequences, labels = training_arrays(train_task)
     rng = np.random.default_rng(args.seed)
     eval_windows = sorted(rng.choice(len(test_task), size=min(args.eval_windows, len(test_task)),
                                      replace=False).tolist())
-    print(f"{len(sequences)} training windows of {sequences.shape[1]} tokens; {len(test_task)} held-out windows "
-          f"({len(eval_windows)} evaluated)", flush=True)
+    say(f"{len(sequences)} training windows of {sequences.shape[1]} tokens; {len(test_task)} held-out windows "
+        f"({len(eval_windows)} evaluated)", flush=True)
 
     out = Path(args.out)
     checkpoint = out / "checkpoint"
@@ -170,48 +190,61 @@ def main(args: Args) -> dict:
         model = build_world_model(train_task.vocab, sequences.shape[1], args.preset, args.seed)
         state = None
     check_world_model_config(model.config, train_task.vocab, train_task.layout)
+    model.to(run.device)  # before the optimizer loads its state, so the state lands on the device too
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01, betas=(0.9, 0.95))
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min(1.0, (s + 1) / args.warmup) * 0.5 * (1 + np.cos(np.pi * min(1.0, s / args.steps))))
+        optimizer,  # a Python float: numpy scalars in the state would not load with weights_only=True
+        lambda s: float(min(1.0, (s + 1) / args.warmup) * 0.5 * (1 + np.cos(np.pi * min(1.0, s / args.steps)))))
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
     parameters = sum(p.numel() for p in model.parameters())
-    print(f"LLaMA preset {args.preset}: {parameters / 1e6:.1f}M parameters", flush=True)
-    out.mkdir(parents=True, exist_ok=True)
-    keep_log_until(out / "log.jsonl", step)  # a resumed run repeats the steps after its checkpoint: log them once
-    log = (out / "log.jsonl").open("a", encoding="utf-8")
+    say(f"LLaMA preset {args.preset}: {parameters / 1e6:.1f}M parameters", flush=True)
+    raw_model = model
+    model, optimizer = run.prepare(maybe_compile(model, args.compile), optimizer)
+    if run.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        keep_log_until(out / "log.jsonl", step)  # a resumed run repeats the steps after its checkpoint: log them once
+    run.wait()
+    log = (out / "log.jsonl").open("a", encoding="utf-8") if run.is_main else None
     started, tokens = time.perf_counter(), 0
     history = []
-    bar = tqdm(total=args.steps, initial=step, desc=f"MLE {args.layout}-step", unit="step")
+    bar = tqdm(total=args.steps, initial=step, desc=f"MLE {args.layout}-step", unit="step", disable=not run.is_main)
     while step < args.steps:
-        if args.max_seconds and time.perf_counter() - started >= args.max_seconds:
+        if run.agree(bool(args.max_seconds) and time.perf_counter() - started >= args.max_seconds):
             bar.write(f"stopping at step {step}: --max-seconds {args.max_seconds} reached")
             break
         model.train()
-        pick = np.random.default_rng([args.seed, step]).integers(len(sequences), size=args.batch_size)
-        inputs, targets = torch.as_tensor(sequences[pick]), torch.as_tensor(labels[pick])
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16):
+        pick = run.shard(np.random.default_rng([args.seed, step]).integers(len(sequences), size=args.batch_size))
+        pinned = run.device.type == "cuda"  # page-locked, so the copy overlaps the previous step's kernels
+        inputs = torch.as_tensor(sequences[pick]).pin_memory() if pinned else torch.as_tensor(sequences[pick])
+        targets = torch.as_tensor(labels[pick]).pin_memory() if pinned else torch.as_tensor(labels[pick])
+        inputs, targets = inputs.to(run.device, non_blocking=True), targets.to(run.device, non_blocking=True)
+        with run.precision.autocast():
+            # the loss is a mean over this rank's labelled tokens: weigh it so DDP's average is the global mean
             loss = model(input_ids=inputs, labels=targets).loss
+        scaled = loss * run.global_scale(int((labels[pick][:, 1:] != -100).sum()))
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        run.backward(scaled)
+        run.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         schedule.step()
         step += 1
-        tokens += inputs.numel()
+        tokens += inputs.numel() * run.world
         bar.update(1)
+        if not run.is_main:
+            continue
         if step % 25 == 0:
             bar.set_postfix(loss=f"{loss.item():.3f}")
             log.write(json_line({"step": step, "loss": loss.item(), "lr": schedule.get_last_lr()[0],
                                  "seconds": time.perf_counter() - started}))
             log.flush()
         if step % args.checkpoint_every == 0 and step < args.steps:
-            model.save_pretrained(checkpoint)
+            run.unwrap(model).save_pretrained(checkpoint)
             torch.save({"optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(), "step": step},
                        checkpoint / "state.pt")
         if step % args.eval_every == 0 or step == args.steps:
-            report = evaluate(model, test_task, eval_windows, args.seed)
+            report = evaluate(raw_model, test_task, eval_windows, args.seed)
             history.append({"step": step, **report})
             log.write(json_line({"step": step, "eval": report}))
             log.flush()
@@ -219,18 +252,22 @@ def main(args: Args) -> dict:
                       f"{report['copy_last_frame_tokens']['mae']:.5f} | ceiling {report['tokenizer_ceiling']['mae']:.5f}")
     bar.close()
     seconds = time.perf_counter() - started
+    if not run.is_main:  # rank 0 evaluates and saves; the others are done
+        run.end()
+        return {"rank": run.rank, "steps": step}
     if not history or history[-1]["step"] != step:  # stopped early by --max-seconds
-        history.append({"step": step, **evaluate(model, test_task, eval_windows, args.seed)})
-    save_world_model(model, str(out))  # bfloat16 on disk: half the bytes of a shipped checkpoint
+        history.append({"step": step, **evaluate(raw_model, test_task, eval_windows, args.seed)})
+    save_world_model(raw_model, str(out))  # bfloat16 on disk: half the bytes of a shipped checkpoint
     card = {"what": f"LLaMA {args.layout}-step {train_task.config.spec.label} world model, MLE on frame codes",
             "command": "python -m trainers.train_video_world_model " + " ".join(sys.argv[1:]),
             "args": dataclasses.asdict(args), "parameters": parameters, "train_windows": int(len(sequences)),
             "held_out_windows": len(eval_windows), "steps": step, "train_seconds_this_run": round(seconds, 1),
-            "tokens_per_second": round(tokens / max(seconds, 1e-9)),
-            "machine": f"{platform.machine()}, {torch.get_num_threads()} threads, CPU",
+            "tokens_per_second": round(tokens / max(seconds, 1e-9)), "processes": run.world,
+            "machine": machine_line(run),
             "held_out": history[-1] if history else None, "eval_history": history}
     (out / "card.json").write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(card["held_out"], indent=2))
+    run.end()
     return card
 
 

@@ -283,7 +283,8 @@ class TimeLimit(_callback_base()):
         import torch
 
         if torch.distributed.is_available() and torch.distributed.is_initialized():
-            flag = torch.tensor([float(stop)])
+            nccl = torch.distributed.get_backend() == "nccl"  # NCCL moves CUDA tensors only
+            flag = torch.tensor([float(stop)], device=torch.cuda.current_device() if nccl else "cpu")
             torch.distributed.broadcast(flag, src=0)
             stop = bool(flag.item())
         if stop:

@@ -66,6 +66,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="keep the episodes OUT/results.json already holds (same CEM/MPC budget) and run the rest")
     parser.add_argument("--out", type=output_dir, required=True, help="output folder (results.json, gifs/)")
+    from rlvr_envs.core.device import add_device_argument
+
+    add_device_argument(parser)  # last: recorded commands keep their order
     parser.set_defaults(func=run, check=check)
 
 
@@ -109,9 +112,12 @@ def run(args: argparse.Namespace) -> int:
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
 
+    from rlvr_envs.core.device import setup_device
+
     check(args)
     if args.threads:
         torch.set_num_threads(args.threads)
+    device = str(setup_device(args.device).device)  # learned simulators and the tokenizer objective run there
     names = planner_list(args.planners).split(",")
     config = CEMConfig(args.horizon, args.samples, args.top_k, args.iterations, args.init_std).validate()
     mpc = MPCConfig(rounds=args.rounds, execute=args.execute)
@@ -123,11 +129,11 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         if name in ("base", "rlvr"):
             model = args.base_model if name == "base" else args.rlvr_model
-            sim = LearnedPushTSim(model, args.tokenizer, reward="none", batch_size=args.batch_size)
+            sim = LearnedPushTSim(model, args.tokenizer, reward="none", batch_size=args.batch_size, device=device)
             planners[name] = CEMPlanner(sim, config, args.objective, name=f"cem_{name}")
         elif name == "true_sim":
             planners[name] = CEMPlanner(PushTChunkEnv(resolution=64), config, args.objective, name="cem_true_sim",
-                                        tokenizer=objective_tokenizer(args.objective, args.tokenizer))
+                                        tokenizer=objective_tokenizer(args.objective, args.tokenizer, device))
         else:
             planners[name] = RandomPlanner(config) if name == "random" else BlindCEMPlanner(config)
     out = Path(args.out)
@@ -156,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def objective_tokenizer(objective: str, tokenizer: str | None = None):
+def objective_tokenizer(objective: str, tokenizer: str | None = None, device: str = "cpu"):
     """The FrameTokenizer a simulator without one (the true simulator) scores the "tokenizer"
     objective with: `tokenizer` or the shipped one, the learned simulators' default; None for
     the other objectives."""
@@ -165,7 +171,7 @@ def objective_tokenizer(objective: str, tokenizer: str | None = None):
     from rlvr_envs.video.frame_tokenizer import FrameTokenizer
     from rlvr_envs.video.task import default_tokenizer_dir
 
-    return FrameTokenizer.load(tokenizer or default_tokenizer_dir()).eval()
+    return FrameTokenizer.load(tokenizer or default_tokenizer_dir(), device=device).eval()
 
 
 def _previous_rows(path: Path, config, mpc, objective: str, history: int = 0) -> dict:

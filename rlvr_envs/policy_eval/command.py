@@ -53,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=at_least(0), default=0, help="seed of the starts and the policies")
     parser.add_argument("--threads", type=at_least(1), default=None, help="torch threads (None: torch's default)")
     parser.add_argument("--out", type=output_dir, required=True, help="output folder (results.json, gifs/)")
+    from rlvr_envs.core.device import add_device_argument
+
+    add_device_argument(parser)  # last: recorded commands keep their order
     parser.set_defaults(func=run, check=check)
 
 
@@ -89,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir
 
+    from rlvr_envs.core.device import setup_device
+
     try:
         mine = [load_policy(spec) for spec in args.policy]
     except ValueError as exc:
@@ -100,10 +105,11 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit("rlvr-world policy-eval: error: no policy to run: give --policy MODULE:NAME or keep --family")
     if args.threads:
         torch.set_num_threads(args.threads)
+    device = str(setup_device(args.device).device)  # the learned simulator's model and tokenizer run there
     data = args.data or embedded_heldout_dir(args.heldout_episodes, 64)
     episodes = list(PushTEpisodeDataset(data))
     starts = real2sim_starts(episodes, args.starts, args.lead, args.seed)
-    learned = LearnedPushTSim(args.model, args.tokenizer, temperature=args.temperature, reward="none")
+    learned = LearnedPushTSim(args.model, args.tokenizer, temperature=args.temperature, reward="none", device=device)
     real = PushTChunkEnv(resolution=learned.resolution[0])
     result = evaluate(policies, learned, real, starts, args.max_steps, args.success, record=1, progress=True,
                       success_coverage=args.success_coverage)

@@ -289,9 +289,10 @@ class CompressedTokenizer(nn.Module):
 
     @torch.no_grad()
     def decode(self, context_codes: np.ndarray | torch.Tensor, future_codes: np.ndarray | torch.Tensor,
-               batch: int = 64) -> torch.Tensor:
+               batch: int = 64, keep_device: bool = False) -> torch.Tensor:
         """Frames float [N, T, H, W, 3] in [0, 1] (channels-last, as the metrics take them) of
-        context codes [N, tokens_per_context] and frame codes [N, T, tokens_per_future]."""
+        context codes [N, tokens_per_context] and frame codes [N, T, tokens_per_future]; on the
+        CPU, or with `keep_device` on this model's device."""
         context = self._check_codes(context_codes, (None, self.tokens_per_context), self.context_codebook_size,
                                     "context codes")
         future = self._check_codes(future_codes, (None, None, self.tokens_per_future), self.future_codebook_size,
@@ -308,9 +309,11 @@ class CompressedTokenizer(nn.Module):
             repeat = {scale: m.repeat_interleave(t, dim=0) for scale, m in maps.items()}
             frames = self.decode_future_latent(self.future_quantizer.codes(grid),
                                                context_image.repeat_interleave(t, dim=0), repeat)
-            out.append(frames.clamp(0, 1).permute(0, 2, 3, 1).reshape(len(rows), t, *self.resolution, 3).cpu())
+            frames = frames.clamp(0, 1).permute(0, 2, 3, 1).reshape(len(rows), t, *self.resolution, 3)
+            out.append(frames if keep_device else frames.cpu())
         if not out:
-            return torch.zeros((0, t, *self.resolution, 3))
+            return torch.zeros((0, t, *self.resolution, 3),
+                               device=self.context.background.device if keep_device else None)
         return torch.cat(out)
 
     # -- checkpoints -------------------------------------------------------------------

@@ -122,6 +122,17 @@ class FrameTokenizerConfig:
         return math.prod(self.levels)
 
 
+#: named tokenizer shapes (`python -m trainers.train_frame_tokenizer --preset NAME`):
+#: "pusht64": the shipped PushT tokenizer, 64x64 frames, 8x8 = 64 tokens per frame, 1,000 codes;
+#: "rt1": RLVR-World/iVideoGPT's RT-1 shape, 256x320 frames, one code per 16x16 pixels = 16x20 =
+#: 320 tokens per frame, FSQ [7, 5, 5, 5, 5] = 4,375 codes (a 1,333-token single-step prompt).
+TOKENIZER_PRESETS: dict[str, FrameTokenizerConfig] = {
+    "pusht64": FrameTokenizerConfig(),
+    "rt1": FrameTokenizerConfig(resolution=(256, 320), downsample=16, levels=(7, 5, 5, 5, 5),
+                                channels=(32, 64, 128, 256)),
+}
+
+
 def _block(cin: int, cout: int) -> nn.Sequential:
     return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.GroupNorm(8, cout), nn.SiLU())
 
@@ -186,9 +197,10 @@ class FrameTokenizer(nn.Module):
         return torch.cat(out).numpy()
 
     @torch.no_grad()
-    def decode(self, codes: np.ndarray | torch.Tensor, batch: int = 256) -> torch.Tensor:
+    def decode(self, codes: np.ndarray | torch.Tensor, batch: int = 256, keep_device: bool = False) -> torch.Tensor:
         """Frames float [N, H, W, 3] in [0, 1] (channels-last, as the metrics take them) of
-        code ids [N, tokens_per_frame]."""
+        code ids [N, tokens_per_frame]; on the CPU, or with `keep_device` on this model's device
+        (batched rewards then stay on the GPU)."""
         codes = torch.as_tensor(np.asarray(codes), dtype=torch.long)
         h, w = self.config.grid
         if codes.ndim != 2 or codes.shape[1] != h * w:
@@ -198,9 +210,10 @@ class FrameTokenizer(nn.Module):
         out = []
         for start in range(0, len(codes), batch):
             grid = codes[start:start + batch].view(-1, h, w).to(self.background.device)
-            out.append(self.decode_latent(self.quantizer.codes(grid)).clamp(0, 1).permute(0, 2, 3, 1).cpu())
+            frames = self.decode_latent(self.quantizer.codes(grid)).clamp(0, 1).permute(0, 2, 3, 1)
+            out.append(frames if keep_device else frames.cpu())
         if not out:
-            return torch.zeros((0, *self.config.resolution, 3))
+            return torch.zeros((0, *self.config.resolution, 3), device=self.background.device if keep_device else None)
         return torch.cat(out)
 
     # -- checkpoints -------------------------------------------------------------------

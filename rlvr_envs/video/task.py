@@ -132,6 +132,9 @@ class VideoTaskConfig:
     future: int | None = None  #: predicted frames of the multi-step layout (default PushT 4, RT-1 7, Rope/Granular 4)
     window_stride: int = 2  #: distance between window starts (in kept frames)
     size: int | None = None  #: keep the first N windows
+    #: where the tokenizer, decoding and the reward's networks (LPIPS) run: "cpu", "cuda", "cuda:N" or "auto"
+    #: (CUDA when present); the default stays "cpu" so vector-env workers never touch a GPU unasked
+    device: str = "cpu"
 
     def __post_init__(self):
         object.__setattr__(self, "frame_offsets", as_tuple(self.frame_offsets))
@@ -171,6 +174,9 @@ class VideoTaskConfig:
             raise ValueError(f"history must be >= 1, got {self.history}")
         if self.size is not None and self.size < 1:
             raise ValueError(f"size must be positive, got {self.size}")
+        from rlvr_envs.core.device import resolve_device
+
+        resolve_device(self.device)  # a bad or absent device fails here, with what to pass
         if self.repetition_penalty < 0:
             raise ValueError("repetition_penalty must be >= 0")
         weights = self.pose_weights
@@ -198,16 +204,18 @@ def compressed_tokenizer_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=4)
-def _load_tokenizer(path: str) -> FrameTokenizer | CompressedTokenizer:
-    return load_video_tokenizer(path)
+def _load_tokenizer(path: str, device: str = "cpu") -> FrameTokenizer | CompressedTokenizer:
+    return load_video_tokenizer(path, device=device)
 
 
 def _lpips_or_explain(config: VideoTaskConfig):
+    from rlvr_envs.core.device import resolve_device
     from rlvr_envs.video import metrics
 
     try:
         # torchvision fetches the trunk into its own cache where the network allows (once per machine)
-        return metrics.load_lpips(config.lpips_net, random_backbone_seed=config.lpips_random_backbone_seed)
+        return metrics.load_lpips(config.lpips_net, device=resolve_device(config.device),
+                                  random_backbone_seed=config.lpips_random_backbone_seed)
     except metrics.LPIPSWeightsUnavailable as exc:
         raise metrics.LPIPSWeightsUnavailable(
             f"reward='l1_lpips' needs the real LPIPS trunk: {str(exc).rstrip('.')}; or use reward='mae' (the "
@@ -257,10 +265,14 @@ class VideoPredictionTask(Task):
         self.reward_description, self.min_reward, self._max = REWARDS[config.reward]
         if config.reward == "pose":  # every error term is at most 1, MAE too
             self.min_reward = -(sum(config.pose_weights) + 1.0)
+        from rlvr_envs.core.device import resolve_device
+
+        #: where the tokenizer, decoding and LPIPS run (`shipped_world_model` puts the model here too)
+        self.device = resolve_device(config.device)
         self.lpips = _lpips_or_explain(config) if config.reward == "l1_lpips" else None
         self.tokenizer_dir = str(config.tokenizer or default_tokenizer_dir())
         check_tokenizer_layout(self.tokenizer_dir, config.layout)  # single-step over a compressed one fails here
-        self.tokenizer = _load_tokenizer(self.tokenizer_dir)
+        self.tokenizer = _load_tokenizer(self.tokenizer_dir, str(self.device))
         #: a CompressedTokenizer: context codes in the prompt, later frames coded against them
         self.compressed = isinstance(self.tokenizer, CompressedTokenizer)
         self.resolution = tuple(self.tokenizer.config.resolution)
@@ -499,19 +511,21 @@ class VideoPredictionTask(Task):
         return self._ceiling[index]
 
     def _score(self, indices: list[int], codes: list[np.ndarray], with_ceiling: bool = True) -> list[RewardResult]:
-        """One batched decode and one batched metric call for the whole batch."""
+        """One batched decode and one batched metric call for the whole batch, on the task's device;
+        only the per-row numbers come back to the host."""
         from rlvr_envs.video import metrics
         from rlvr_envs.video.metrics.repetition import multi_step_repetition, single_step_repetition
 
         t = self.config.future_frames
         all_codes = np.stack(codes)  # [B, T, F]
         if self.compressed:  # [B, T, H, W, 3], each row decoded with its window's context codes
-            pred = self.tokenizer.decode(np.stack([self._context[i] for i in indices]), all_codes)
+            pred = self.tokenizer.decode(np.stack([self._context[i] for i in indices]), all_codes, keep_device=True)
         else:
-            decoded = self.tokenizer.decode(all_codes.reshape(-1, all_codes.shape[-1]))
+            decoded = self.tokenizer.decode(all_codes.reshape(-1, all_codes.shape[-1]), keep_device=True)
             pred = decoded.reshape(len(indices), t, *decoded.shape[1:])
-        truth = torch.as_tensor(np.stack([self._truth[i] for i in indices])).float() / 255.0
-        values = dict(metrics.video_prediction_metrics(pred, truth, self.lpips).values)
+        truth = torch.as_tensor(np.stack([self._truth[i] for i in indices])).to(pred.device).float() / 255.0
+        values = {name: value.float().cpu() for name, value in
+                  metrics.video_prediction_metrics(pred, truth, self.lpips).values.items()}
         if t == 1:
             last = np.stack([self.transition(i).meta["last_history_codes"] for i in indices])
             repeated = single_step_repetition(torch.as_tensor(all_codes[:, 0]), torch.as_tensor(last)).float()
@@ -543,7 +557,7 @@ class VideoPredictionTask(Task):
         averaged over the predicted frames."""
         from rlvr_envs.video.pusht.judge import object_errors, read_objects
 
-        frames = (pred.clamp(0, 1) * 255.0).round().to(torch.uint8).numpy()  # [B, T, H, W, 3]
+        frames = (pred.clamp(0, 1) * 255.0).round().to(torch.uint8).cpu().numpy()  # [B, T, H, W, 3]
         rows = []
         for index, predicted in zip(indices, frames):
             if index not in self._truth_objects:
@@ -668,7 +682,8 @@ def shipped_world_model(task: "VideoPredictionTask", directory: str | None = Non
         directory = shipped_world_model_dir(task.config.layout)
     directory = Path(directory)
     check_world_model_dir(directory, task)
-    return load_world_model(str(directory), task.vocab)  # its card is model.card
+    # its card is model.card
+    return load_world_model(str(directory), task.vocab, device=str(getattr(task, "device", "cpu")))
 
 
 def embedded_heldout_dir(episodes: int, resolution: int, seed: int = 10_000) -> str:

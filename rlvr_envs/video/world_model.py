@@ -16,13 +16,17 @@ from typing import Any
 import numpy as np
 import torch
 
+from rlvr_envs.core.device import generator_for
 from rlvr_envs.video.layout import MultiStepLayout, SingleStepLayout, VideoVocabulary
 
-#: LLaMA sizes (hidden, layers, heads, MLP width)
+#: LLaMA sizes (hidden, layers, heads, MLP width), CPU scale up to iVideoGPT's (paper: 12 layers,
+#: hidden 768); their parameters, FLOPs and memory: `rlvr_envs.core.sizing`, table in docs/scale_out.md
 PRESETS: dict[str, dict[str, int]] = {
     "tiny": {"hidden_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 384},
     "pusht": {"hidden_size": 192, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 512},
     "small": {"hidden_size": 256, "num_hidden_layers": 4, "num_attention_heads": 4, "intermediate_size": 768},
+    "medium": {"hidden_size": 512, "num_hidden_layers": 8, "num_attention_heads": 8, "intermediate_size": 2048},
+    "large": {"hidden_size": 640, "num_hidden_layers": 10, "num_attention_heads": 10, "intermediate_size": 2560},
     "paper": {"hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12, "intermediate_size": 3072},
 }
 
@@ -100,18 +104,20 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
 
     `future_action_tokens` [B, T, A] are the given actions a multi-step layout forces after
     each frame. `use_cache=False` recomputes the whole sequence every step (benchmarks only).
+    Everything stays on the model's device until the finished batch is copied back once;
+    run it inside `Precision.autocast()` for bf16.
     """
     prompts = torch.as_tensor(np.asarray(prompts), dtype=torch.long)
     batch = prompts.shape[0]
     forced = layout.loss_mask() == False  # noqa: E712  (numpy mask)
     if forced.any() and future_action_tokens is None:
         raise ValueError("this layout forces action tokens: pass future_action_tokens [B, T, A]")
-    actions = None if future_action_tokens is None else torch.as_tensor(np.asarray(future_action_tokens),
-                                                                        dtype=torch.long).reshape(batch, -1)
-    generator = None if seed is None else torch.Generator().manual_seed(int(seed))
     device = next(model.parameters()).device
-    sequence = prompts.to(device)
-    out = model(input_ids=sequence, use_cache=use_cache)
+    actions = None if future_action_tokens is None else torch.as_tensor(
+        np.asarray(future_action_tokens), dtype=torch.long).reshape(batch, -1).to(device)
+    generator = generator_for(device, seed)  # sampling draws on the model's device: no per-token host sync
+    prompts = prompts.to(device)
+    out = model(input_ids=prompts, use_cache=use_cache)
     past, logits = _kv_cache(out), out.logits[:, -1]
     with decode_threads(batch if use_cache and device.type == "cpu" else None):
         return _decode(model, prompts, layout, actions, forced, past, logits, temperature, top_k, generator,
@@ -151,11 +157,11 @@ def _decode(model, prompts, layout, actions, forced, past, logits, temperature, 
             end = position
             while end < layout.response_len and forced[end]:
                 end += 1
-            step = actions[:, action_used: action_used + end - position].to(device)
+            step = actions[:, action_used: action_used + end - position]
             action_used += end - position
         else:
             end = position + 1
-            step = _sample(logits, layout.vocab.frame_codes, temperature, top_k, generator).unsqueeze(1).to(device)
+            step = _sample(logits, layout.vocab.frame_codes, temperature, top_k, generator).unsqueeze(1)
         response[:, position:end] = step
         position = end
         if position == layout.response_len:
@@ -164,7 +170,7 @@ def _decode(model, prompts, layout, actions, forced, past, logits, temperature, 
             out = model(input_ids=step, use_cache=True, **{_cache_argument(model): past})
             past = _kv_cache(out)
         else:
-            sequence = torch.cat([prompts.to(device), response[:, :position]], dim=1)
+            sequence = torch.cat([prompts, response[:, :position]], dim=1)
             out = model(input_ids=sequence, use_cache=False)
         logits = out.logits[:, -1]
     return response.cpu().numpy()

@@ -1,0 +1,151 @@
+"""Every entry point that runs a model takes `--device` (one policy: rlvr_envs.core.device), and
+the models, tokenizers and reward networks of the video ids and learned simulators land on it."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+#: trainers whose arguments are a dataclass (`parse_args(argv)`)
+TRAINERS = ("trainers.train_video_world_model", "trainers.train_frame_tokenizer", "trainers.train_compressed_tokenizer",
+            "trainers.grpo", "trainers.rollout_prompts", "trainers.demo")
+#: `rlvr-world` commands that run a model and parse their own options (`rlvr-world demo` hands its options to
+#: `python -m trainers.demo`, which TRAINERS covers)
+COMMANDS = {"plan": ["--out", "x"], "policy-eval": ["--out", "x"]}
+#: benchmarks that run a model (argparse inside `main(argv)`)
+BENCHMARKS = ("video_generation", "video_world_models", "planning_agreement", "learned_sim_fidelity", "grpo_pusht",
+              "best_of_n_scaling", "repetition_table", "rl_algorithms", "grpo_ablations", "compressed_tokenizer",
+              "metrics_throughput", "gpu_check")
+
+
+@pytest.fixture
+def no_cuda(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
+@pytest.mark.parametrize("module", TRAINERS)
+def test_trainers_take_device_and_refuse_an_absent_one(module, no_cuda):
+    trainer = importlib.import_module(module)
+    assert trainer.parse_args(["--device", "cpu"]).device == "cpu"
+    config = trainer.GRPOConfig if module == "trainers.grpo" else trainer.Args  # GRPO's config sits beside it
+    assert config().device == "auto"
+    with pytest.raises(SystemExit) as stop:  # on the command line: a one-line usage error
+        trainer.parse_args(["--device", "cuda:1"])
+    assert stop.value.code == 2
+    args = config(device="cuda:1")  # called from code: the config's check refuses it before any work
+    with pytest.raises(ValueError, match="no CUDA device is visible"):
+        args.resolved() if module == "trainers.demo" else args.validate()
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_cli_commands_take_device_and_refuse_a_bad_one_in_one_line(command, no_cuda, capsys):
+    from rlvr_envs.cli import build_parser
+
+    argv = [command, "--device", "cpu", *COMMANDS[command]]
+    assert build_parser(argv).parse_args(argv).device == "cpu"
+    argv = [command, "--device", "cuda", *COMMANDS[command]]
+    with pytest.raises(SystemExit) as stop:
+        build_parser(argv).parse_args(argv)
+    assert stop.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--device" in error and "no CUDA device is visible" in error and "Traceback" not in error
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_benchmarks_that_run_models_take_device(name, capsys):
+    benchmark = importlib.import_module(f"benchmarks.{name}")
+    with pytest.raises(SystemExit) as stop:
+        benchmark.main(["--help"])
+    assert stop.value.code == 0
+    assert "--device" in capsys.readouterr().out
+
+
+def _devices(module) -> set[str]:
+    return {str(t.device) for t in [*module.parameters(), *module.buffers()]}
+
+
+def test_video_env_puts_tokenizer_lpips_and_world_model_on_its_device():
+    import gymnasium as gym
+    import numpy as np
+
+    import rlvr_envs  # noqa: F401
+    from rlvr_envs.video.task import shipped_world_model
+    from rlvr_envs.video.world_model import generate_responses
+
+    env = gym.make("RLVRWorld/PushT-SingleStep-v0", device="cpu", reward="l1_lpips", lpips_random_backbone_seed=0)
+    task = env.unwrapped.task
+    assert str(task.device) == "cpu"
+    assert _devices(task.tokenizer) == {"cpu"} and str(task.lpips.device) == "cpu"
+    model = shipped_world_model(task)
+    assert _devices(model) == {"cpu"}
+    prompts = np.stack([task.prompt_ids(0)] * 2)
+    responses = generate_responses(model, prompts, task.layout, temperature=1.0, top_k=10, seed=3)
+    again = generate_responses(model, prompts, task.layout, temperature=1.0, top_k=10, seed=3)
+    assert np.array_equal(responses, again)  # the on-device generator is seeded
+    results = task.verify([0, 0], list(responses))  # decoding and LPIPS on the task's device, numbers back
+    assert all(r.parsed and np.isfinite(r.reward) and "lpips" in r.metrics for r in results)
+    with pytest.raises(ValueError, match="not a device"):
+        gym.make("RLVRWorld/PushT-SingleStep-v0", device="gpu", reward="mae")
+
+
+def test_learned_simulator_puts_model_and_tokenizer_on_its_device():
+    from rlvr_envs.simulators import LearnedPushTSim
+
+    sim = LearnedPushTSim(reward="none", device="cpu")
+    assert _devices(sim.model) == {"cpu"} and _devices(sim.tokenizer) == {"cpu"}
+
+
+def test_decode_keeps_the_device_only_when_asked():
+    import numpy as np
+    import torch
+
+    from rlvr_envs.video.task import _load_tokenizer, default_tokenizer_dir
+
+    tokenizer = _load_tokenizer(str(default_tokenizer_dir()), "cpu")
+    codes = np.zeros((2, tokenizer.config.tokens_per_frame), dtype=np.int64)
+    assert torch.equal(tokenizer.decode(codes), tokenizer.decode(codes, keep_device=True))
+
+
+def test_gpu_check_tiny_runs_every_stage_on_cpu_and_writes_json_and_markdown(tmp_path):
+    """`benchmarks/gpu_check.py --device cpu --tiny`: the H200 script's code path, at test size."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "PYTHONPATH": str(repo)}
+    command = [sys.executable, "-m", "benchmarks.gpu_check", "--device", "cpu", "--tiny", "--threads", "1",
+               "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work")]
+    done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    report = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
+    stages = report["stages"]
+    assert not [name for name, result in stages.items() if "error" in result], stages
+    assert set(stages) == {"generation", "rewards", "text", "pusht", "_total"}
+    assert {"fp32", "bf16 autocast"} <= set(stages["generation"]["modes"])
+    assert stages["rewards"]["max_reward_difference"] < 1e-5  # batched and per-frame rewards agree
+    held_out = stages["text"]["held_out"]
+    assert len(held_out) == 4 and all(len(row["wilson_changed"]) == 2 for row in held_out.values())
+    pusht = stages["pusht"]
+    assert {"copy_last_frame_tokens", "tokenizer_ceiling"} <= set(pusht["baselines"])
+    assert "true_sim" in pusht["planning_agreement"]["summary"] and pusht["grpo"]["steps"] >= 1
+    assert "# GPU check" in (tmp_path / "out" / "gpu_check.md").read_text()
+
+
+def test_language_grpo_names_the_way_to_pick_a_gpu(monkeypatch):
+    """TRL places the model itself, so `cuda:N` is refused with the way that works."""
+    import torch
+
+    from trainers.grpo import main
+    from trainers.grpo_config import GRPOConfig as Args
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    with pytest.raises(ValueError, match="CUDA_VISIBLE_DEVICES=1 and --device cuda"):
+        main(Args(env_id="RLVRWorld/MiniTextWorld-v0", model="some/model", device="cuda:1"))
