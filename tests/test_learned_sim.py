@@ -193,7 +193,9 @@ def test_registered_learned_sim_pickles_after_reset_and_runs_async():
     clone = pickle.loads(pickle.dumps(env))
     chunk = np.full((5, 2), 256.0, dtype=np.float32)
     assert np.array_equal(clone.step(chunk)[0], env.step(chunk)[0])
-    vec = gym.make_vec("RLVRWorld/PushT-LearnedSim-v0", num_envs=2, vectorization_mode="async", max_steps=2)
+    # spawn, not fork: a process forked after torch started its thread pool fails in its first parallel op
+    vec = gym.make_vec("RLVRWorld/PushT-LearnedSim-v0", num_envs=2, vectorization_mode="async", max_steps=2,
+                       vector_kwargs={"context": "spawn"})
     try:
         obs, _ = vec.reset(seed=0)
         obs, rewards, terminated, truncated, info = vec.step(np.stack([chunk, chunk]))
