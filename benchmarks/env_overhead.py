@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import time
 from pathlib import Path
 
@@ -28,6 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 import rlvr_envs  # noqa: F401  (registers the RLVRWorld ids)
+from rlvr_envs.core.records import RunRecord, note
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -75,6 +74,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS / "env_overhead"))
     args = parser.parse_args()
     kwargs = {k: v for k, v in {"data_dir": args.data_dir, "split": args.split}.items() if v is not None}
+    record = RunRecord("python -m benchmarks.env_overhead", args, threads=1)
 
     env = gym.make(args.env_id, **kwargs)
     task = env.unwrapped.task
@@ -146,17 +146,17 @@ def main() -> None:
         "batched_vector_responses_per_s": n_batches * batch / t_batched,
         "looped_single_envs_responses_per_s": n_batches * batch / t_looped,
         "batched_speedup": t_looped / t_batched,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
-                   f"{platform.python_version()}, CPU only",
+        "run": record.finish(),
         "command": "python -m benchmarks.env_overhead " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out" and v is not None),
     }
+    result["note"] = note(result["run"])
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
     table = "\n".join([
         f"# Env overhead ({result['env_id']})", "",
-        f"Measured by `{result['command']}` on {result['machine']}.", "",
+        f"Measured by `{result['command']}`; {result['note']}.", "",
         "| path | µs per response | note |", "|---|---|---|",
         f"| `task.verify` direct | {result['verify_us_per_response']:.1f} | bare verifier |",
         f"| `gym.make` env, reset+step | {result['env_us_per_response']:.1f} | "

@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import random
 import time
 from collections.abc import Callable
@@ -84,8 +82,8 @@ def text_cases() -> dict[str, Callable[[], str]]:
 
 def action_cases(vocab_size: int) -> dict[str, tuple[Callable[[], Any], str, int | None]]:
     """Sequence-mode actions, what must happen and the token the error must name: "ok"
-    (scored), "oov" (reward 0, info["error"] names the first id outside the vocabulary) or
-    "TypeError" (refused: not integer token ids)."""
+    (scored), "oov" (reward 0, info["error"] names the first id outside the vocabulary),
+    "TypeError" (refused: not integer token ids) or "ValueError" (refused: not 1-D)."""
     rng = np.random.default_rng(0)
     i64_min = int(np.iinfo(np.int64).min)
     return {
@@ -102,6 +100,12 @@ def action_cases(vocab_size: int) -> dict[str, tuple[Callable[[], Any], str, int
         "10**6 floats": (lambda: np.full(10**6, 1.5), "TypeError", None),
         "bools": (lambda: [True, False], "TypeError", None),
         "strings": (lambda: ["New items:", "None"], "TypeError", None),
+        "complex numbers": (lambda: np.array([1 + 2j, 3 + 0j]), "TypeError", None),
+        "None": (lambda: None, "TypeError", None),
+        "ragged list": (lambda: [[1, 2], [3]], "TypeError", None),
+        "masked array": (lambda: np.ma.masked_array([1, 2, 3], mask=[0, 0, 1]), "TypeError", None),
+        "2-D array": (lambda: np.ones((4, 8), dtype=np.int64), "ValueError", None),
+        "3-D array": (lambda: np.ones((2, 2, 2), dtype=np.int64), "ValueError", None),
     }
 
 
@@ -146,8 +150,8 @@ def run_action_case(env, action, expected: str) -> dict:
     env.reset(options={"index": 0})
     try:
         (_, reward, terminated, _, info), seconds = timed(lambda: env.step(action))
-    except TypeError as exc:
-        return {"seconds": 0.0, "outcome": "TypeError", "expected": expected, "error": str(exc)}
+    except (TypeError, ValueError) as exc:  # refused at the door (rlvr_envs.core.actions)
+        return {"seconds": 0.0, "outcome": type(exc).__name__, "expected": expected, "error": str(exc)}
     outcome = "oov" if info.get("error") and "outside the vocabulary" in info["error"] else "ok"
     return {"seconds": seconds, "outcome": outcome, "expected": expected, "reward": reward,
             "terminated": terminated, "error": info.get("error")}
@@ -214,6 +218,9 @@ def main() -> None:
 
     import rlvr_envs  # noqa: F401  (registers the ids)
 
+    from rlvr_envs.core.records import RunRecord, note
+
+    record = RunRecord("python -m benchmarks.hostile_inputs", args, threads=1)
     envs = {name: gym.make(f"RLVRWorld/{name}-v0", size=64) for name in ("MiniTextWorld", "MiniWeb")}
     tasks = {name: env.unwrapped.task for name, env in envs.items()}
     rows: list[dict] = []
@@ -238,17 +245,22 @@ def main() -> None:
         "worst_dataset_build": {k: worst_tree[k] for k in ("case", "seconds")},
         "normal_throughput": normal,
         "cases": rows,
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
-                   f"{platform.python_version()}, CPU only, single process (the machine may be shared with other "
-                   f"jobs; hostile cases are timed once, cold)",
+        "run": record.finish(),
         "command": "python -m benchmarks.hostile_inputs " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"),
     }
+    result["note"] = note(result["run"]) + "; single process, hostile cases timed once, cold"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2, default=str) + "\n")
 
-    lines = ["# Hostile inputs", "", f"Measured by `{result['command']}` on {result['machine']}.", "",
+    refused = [r for r in rows if r["kind"] == "action" and r["outcome"] in ("TypeError", "ValueError")]
+    wrong = [r for r in rows if r["kind"] == "action" and r["outcome"] != r["expected"]]
+    outside = [r for r in rows if r["kind"] == "text" and not r["min"] <= r["reward"] <= r["max"]]
+    lines = ["# Hostile inputs", "", f"Measured by `{result['command']}`; {result['note']}.", "",
+             f"**{len(wrong)} actions with an outcome other than the documented one; {len(refused)} refused at the "
+             f"door by type** (TypeError: not integer token ids; ValueError: not 1-D); {len(outside)} hostile "
+             f"responses scored outside [min, max].", "",
              f"**Worst case per response: {worst['seconds'] * 1e3:,.0f} ms** ({worst['case']}, {worst['target']}); "
              f"worst dataset-build case: {worst_tree['seconds']:.2f} s ({worst_tree['case']}).", "",
              "| normal answers (`task.verify` on token ids) | responses/s | µs/response | mean tokens |",

@@ -99,6 +99,8 @@ def measure(model, height: int, width: int, frames: int, rounds: int, seed: int)
 
 
 def markdown(result: dict) -> str:
+    from rlvr_envs.core.records import note
+
     lines = [
         "# Reward throughput: -(L1 + LPIPS), batched vs per frame",
         "",
@@ -107,7 +109,7 @@ def markdown(result: dict) -> str:
         f"torch threads {result['machine']['torch_threads']}), torch {result['machine']['torch']}  ",
         f"LPIPS: net `{result['lpips_net']}`, backbone `{result['lpips_backbone']}`  ",
         f"Load average before/after: {result['load_average']['before']} / {result['load_average']['after']} "
-        "(shared machine; rounds alternate the modes)",
+        "(shared machine; rounds alternate the modes)" + (f"; {note(result['run'])}" if "run" in result else ""),
         "",
         "| resolution | frames/call | per-frame fps | batched fps | batched / per-frame | group fps | "
         "group / per-frame |",
@@ -160,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     if model is None:
         model = load_lpips(args.net, args.device, random_backbone_seed=args.seed)
 
-    load_before = [round(v, 2) for v in os.getloadavg()]
+    from rlvr_envs.core.records import RunRecord
+
+    record = RunRecord("python -m benchmarks.metrics_throughput", args, threads=torch.get_num_threads())
     results = []
     for resolution, frames in DEFAULT_SIZES.items():
         height, width = (int(v) for v in resolution.split("x"))
@@ -183,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         },
         "lpips_net": model.net,
         "lpips_backbone": model.backbone,
-        "load_average": {"before": load_before, "after": [round(v, 2) for v in os.getloadavg()]},
+        "run": (run := record.finish()),
+        "load_average": {"before": run["load"]["before"], "after": run["load"]["after"]},
         "results": results,
     }
     out = Path(args.out or RESULTS / ("metrics_throughput.json" if args.net == "vgg" else

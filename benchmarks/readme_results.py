@@ -487,7 +487,7 @@ def _env_overhead(files: list[dict]) -> str:
     runs = [f for f in files if "env_id" in f]
     first = runs[0]
     repeats = _flag(first["command"], "--repeats")
-    text = (f"**Env overhead** ({', '.join(_shown(f['_file']) for f in runs)}; {first['machine']}): "
+    text = (f"**Env overhead** ({', '.join(_shown(f['_file']) for f in runs)}; {_machine(first)}): "
             f"{first['responses']} responses (gold / one token changed / random)"
             f"{f', best of {repeats} interleaved rounds' if repeats else ''}.\n\n")
     rows = [[f"{r['env_id'].split('/')[-1]}", f"{r['verify_us_per_response']:.1f}", f"{r['env_us_per_response']:.1f}",
@@ -567,7 +567,7 @@ def _hostile_inputs(files: list[dict]) -> str:
     worst = d["worst_per_response"]
     report = Path(d["_file"]).with_suffix(".md").as_posix()
     listed = f"; every case is listed in {_shown(report)}" if (RESULTS / report).is_file() else ""
-    text = (f"**Hostile inputs** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}): "
+    text = (f"**Hostile inputs** (`{d['command']}`, {_shown(d['_file'])}; {_machine(d)}): "
             f"{len({c['case'] for c in text_cases})} hostile texts through {len(verifiers)} text verifiers "
             f"({', '.join(verifiers)}) and {len({c['case'] for c in actions})} hostile actions through "
             f"{len(envs)} envs (long whitespace runs, unclosed fences, huge digit strings, deeply nested and "
@@ -592,8 +592,8 @@ def _hostile_inputs(files: list[dict]) -> str:
     if wrong:
         text += f" **{len(wrong)} of {len(actions)} actions did not get their expected outcome.**"
     else:
-        text += (" Every action got its expected outcome (scored, the out-of-vocabulary id named, or refused as "
-                 "not integer token ids).")
+        text += (" Every action got its expected outcome (scored, the out-of-vocabulary id named, or refused at "
+                 "the door: TypeError when not integer token ids, ValueError when not 1-D).")
     normal = d["normal_throughput"]
     text += (" Normal answers: " + ", ".join(f"{name} {_k(v['responses_per_s'])}" for name, v in normal.items())
              + " responses/s on token ids.")

@@ -14,12 +14,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rlvr_envs.core.arguments import at_least, env_kwargs, existing_dir
+
 #: `rlvr-world data NAME ...` -> (module exposing add_data_arguments / run_data_command, help)
 DATA_COMMANDS = {
     "bytesized32": ("rlvr_envs.text_game.bytesized32", "download ByteSized32-State-Prediction and its rules"),
     "wma": ("rlvr_envs.web.wma", "download the WMA web world-model records"),
     "pusht": ("rlvr_envs.video.pusht", "generate PushT trajectories with the gym-pusht simulator"),
     "rt1": ("rlvr_envs.video.rt1", "convert RT-1 RLDS shards to per-episode npz"),
+    "lpips": ("rlvr_envs.video.metrics.perceptual", "fetch the LPIPS trunk weights (VGG/AlexNet) into torchvision's "
+                                                    "cache"),
 }
 
 #: `rlvr-world NAME ...` -> (program of the checkout run as `python -m PROGRAM ...`, help)
@@ -82,16 +86,38 @@ def cmd_list(args: argparse.Namespace) -> int:
 RESPONSES = ("gold", "half", "empty")
 
 
+def episode_id(text: str) -> str:
+    """argparse type of `episode`'s id: a registered next-state prediction id."""
+    from rlvr_envs.registration import ENVS, SIMULATORS
+
+    if text in {e.id for e in ENVS}:
+        return text
+    if text in SIMULATORS:
+        raise argparse.ArgumentTypeError(
+            f"{text} is a {SIMULATORS[text].modality} env, not a next-state prediction env: `episode` scores one "
+            f"response to one transition; step {text} with gym.make in Python, or run `rlvr-world plan` / "
+            f"`rlvr-world policy-eval`")
+    raise argparse.ArgumentTypeError(f"unknown id {text!r}; `rlvr-world list` shows the registered ids")
+
+
+def check_episode(args: argparse.Namespace) -> None:
+    """Build the env from the arguments (unknown or bad env kwargs fail here) and check --index."""
+    import gymnasium as gym
+
+    kwargs = {**({} if args.data_dir is None else {"data_dir": args.data_dir}), **args.env_kwargs}
+    env = gym.make(args.env_id, render_mode="ansi", **kwargs)
+    size = len(env.unwrapped.task)
+    if not 0 <= args.index < size:
+        raise ValueError(f"--index must be in [0, {size}) for {args.env_id}, got {args.index}")
+    args.env = env
+
+
 def cmd_episode(args: argparse.Namespace) -> int:
     """Play one episode with a chosen response and print it as the env renders it."""
-    import gymnasium as gym
     import numpy as np
 
-    kwargs = {} if args.data_dir is None else {"data_dir": args.data_dir}
-    env = gym.make(args.env_id, render_mode="ansi", **kwargs)
+    env = args.env
     task = env.unwrapped.task
-    if not 0 <= args.index < len(task):
-        raise SystemExit(f"--index must be in [0, {len(task)}) for {args.env_id}")
     env.reset(seed=0, options={"index": args.index})
     gold = task.target_ids(args.index)
     response = {"gold": gold, "half": gold[: len(gold) // 2], "empty": np.zeros(0, dtype=np.int64)}[args.response]
@@ -122,24 +148,34 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     parser.set_defaults(func=lambda _args: parser.print_help() or 0)
     sub = parser.add_subparsers(dest="command", metavar="{demo,list,episode,data,plan,policy-eval}")
 
-    listing = sub.add_parser("list", help="the registered env ids and whether their data is here")
+    defaults = argparse.ArgumentDefaultsHelpFormatter
+    listing = sub.add_parser("list", help="the registered env ids and whether their data is here",
+                             description="The registered env ids and whether their data is here.",
+                             formatter_class=defaults)
     listing.add_argument("--markdown", action="store_true", help="print README's env table")
     listing.add_argument("--update-readme", metavar="PATH", help="rewrite the env table in this README")
-    listing.add_argument("--data-dir", default=None, help="data root to check (default $RLVR_WORLD_DATA)")
+    listing.add_argument("--data-dir", type=existing_dir, default=None,
+                         help="data root to check (None: $RLVR_WORLD_DATA or ~/.cache/rlvr_world)")
     listing.set_defaults(func=cmd_list)
 
-    episode = sub.add_parser("episode", help="play one episode (gold, half or empty response) and render it")
-    episode.add_argument("env_id", nargs="?", default="RLVRWorld/MiniTextWorld-v0", help="a registered id")
-    episode.add_argument("--index", type=int, default=0, help="which transition")
+    episode = sub.add_parser("episode", help="play one episode (gold, half or empty response) and render it",
+                             description="Play one episode of a next-state prediction env with a chosen response "
+                                         "and print it as the env renders it.", formatter_class=defaults)
+    episode.add_argument("env_id", nargs="?", default="RLVRWorld/MiniTextWorld-v0", type=episode_id,
+                         help="a registered next-state prediction id (`rlvr-world list`)")
+    episode.add_argument("--index", type=at_least(0), default=0, help="which transition")
     episode.add_argument("--response", choices=RESPONSES, default="gold", help="what the 'model' answers")
-    episode.add_argument("--data-dir", default=None, help="data root for ids with external data")
-    episode.set_defaults(func=cmd_episode)
+    episode.add_argument("--data-dir", type=existing_dir, default=None, help="data root for ids with external data")
+    episode.add_argument("--env-kwargs", type=env_kwargs, default={}, metavar="JSON|K=V,...",
+                         help='gym.make arguments, e.g. \'{"reward": "mae"}\' or reward=mae,size=12')
+    episode.set_defaults(func=cmd_episode, check=check_episode)
 
-    data = sub.add_parser("data", help="download or generate a dataset")
+    data = sub.add_parser("data", help="download or generate a dataset", description="Download or generate a dataset.")
     data.set_defaults(func=lambda _args: data.print_help() or 0)
     datasets = data.add_subparsers(dest="dataset", metavar="{" + ",".join(DATA_COMMANDS) + "}")
     for name, (module, help_text) in DATA_COMMANDS.items():
-        sub_parser = datasets.add_parser(name, help=help_text)
+        sub_parser = datasets.add_parser(name, help=help_text, description=help_text,
+                                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         if argv[:2] == ["data", name]:
             mod = importlib.import_module(module)
             mod.add_data_arguments(sub_parser)
@@ -150,26 +186,43 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
     # applications: their (heavy) modules are imported only when the command is named
     for name, (module, help_text) in APPLICATION_COMMANDS.items():
-        app = sub.add_parser(name, help=help_text)
+        app = sub.add_parser(name, help=help_text, description=help_text,
+                             formatter_class=argparse.ArgumentDefaultsHelpFormatter)
         if argv[:1] == [name]:
             importlib.import_module(module).add_arguments(app)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run a command; data problems the user can fix end in one line on stderr, exit 1."""
+    """Run a command; a bad argument ends in one line on stderr with exit 2 (argparse's rule), data
+    problems the user can fix in one line with exit 1."""
     import rlvr_envs  # noqa: F401  (registers the ids for `episode`)
     from rlvr_envs.core.errors import DataError, DownloadError
-    from rlvr_envs.core.extras import MissingExtraError
+    from rlvr_envs.core.extras import MissingExtraError, missing_extra
 
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] and argv[0] in CHECKOUT_COMMANDS:
         return run_checkout_command(argv[0], argv[1:])
-    args = build_parser(argv).parse_args(argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
     try:
+        check = getattr(args, "check", None)
+        if check is not None:  # the command's own checks of its arguments, before any work: exit 2 like argparse's
+            try:
+                check(args)
+            except (DataError, DownloadError, FileNotFoundError):
+                raise  # missing or broken data: exit 1 below
+            except (ValueError, TypeError) as exc:
+                parser.error(f"{args.command}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}")
         return int(args.func(args) or 0)
     except (DataError, DownloadError, FileNotFoundError, MissingExtraError) as exc:
         print(f"rlvr-world: error: {exc}", file=sys.stderr)
+        return 1
+    except ModuleNotFoundError as exc:  # a command run without its extra (e.g. plan without [video])
+        error = missing_extra(exc, f"rlvr-world {args.command}")
+        if error is None:
+            raise
+        print(f"rlvr-world: error: {error}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("rlvr-world: interrupted", file=sys.stderr)

@@ -30,6 +30,15 @@ def test_missing_data_is_one_line_not_a_traceback(tmp_path, capsys):
     assert err.startswith("rlvr-world: error:") and "\n" not in err and "rlvr-world data bytesized32" in err
 
 
+@pytest.mark.parametrize("kwargs", ["size=8", '{"size": 8}'])
+def test_episode_passes_env_kwargs_as_key_value_pairs_or_json(kwargs, capsys):
+    assert main(["episode", "--env-kwargs", kwargs, "--index", "7"]) == 0
+    assert "reward 1.000 of max 1.000 (gold response)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as caught:  # the kwargs reached the env: it has 8 transitions now
+        main(["episode", "--env-kwargs", kwargs, "--index", "8"])
+    assert caught.value.code == 2 and "--index must be in [0, 8)" in capsys.readouterr().err
+
+
 def test_demo_runs_the_checkouts_program():
     """`rlvr-world demo` runs `python -m trainers.demo` of this checkout (the library never imports trainers)."""
     import subprocess
@@ -87,4 +96,8 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch, capsys):
     assert main(["episode", "RLVRWorld/PushT-SingleStep-v0"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("rlvr-world: error:") and "\n" not in err and "rlvr-world[video]" in err
+    assert main(["plan", "--out", "unused"]) == 1  # a whole command without its extra: the same one line
+    err = capsys.readouterr().err.strip()
+    assert err == ("rlvr-world: error: rlvr-world plan needs the [video] extra (torch is not installed): "
+                   "pip install 'rlvr-world[video]'")
 

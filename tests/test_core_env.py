@@ -255,6 +255,61 @@ def test_step_before_reset_is_a_clear_error():
         BatchedNextStatePredictionVectorEnv(EchoTask(), num_envs=2).step(np.array([[1], [1]]))
 
 
+# -- one action check at every door (rlvr_envs.core.actions): the documented error types ---------
+
+#: (action, error type, message fragment): the cases issue 33 found slipping through
+SEQUENCE_BAD_ACTIONS = {
+    "ragged list": ([[1, 2], [3]], TypeError, "rectangular array of integer"),
+    "None": (None, TypeError, "None"),
+    "string": ("1 2", TypeError, "integer token ids, got str"),
+    "bools": ([True, False], TypeError, "integer"),
+    "complex": (np.array([1 + 2j]), TypeError, "integer"),
+    "floats": (np.array([2.0, 2.0]), TypeError, "integer"),
+    "2-D array": (np.array([[2, 2], [2, 2]]), ValueError, "1-D"),
+    "3-D array": (np.ones((2, 2, 2), dtype=np.int64), ValueError, "1-D"),
+    "masked array": (np.ma.masked_array([2, 2, 5], mask=[0, 0, 1]), TypeError, "masked"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SEQUENCE_BAD_ACTIONS))
+@pytest.mark.parametrize("vector", [False, True])
+def test_sequence_mode_refuses_bad_actions_with_the_documented_type(case, vector):
+    action, error, match = SEQUENCE_BAD_ACTIONS[case]
+    if vector:
+        env = BatchedNextStatePredictionVectorEnv(EchoTask(), num_envs=2)
+        env.reset(options={"index": 1})
+        with pytest.raises(error, match=match):
+            env.step([np.array([2, 2]), action])
+        _, rewards, *_ = env.step([np.array([2, 2])] * 2)  # nothing moved: the batch is intact
+        assert rewards.tolist() == [1.0, 1.0]
+    else:
+        env = NextStatePredictionEnv(EchoTask())
+        env.reset(options={"index": 1})
+        with pytest.raises(error, match=match):
+            env.step(action)
+        assert env.step(np.array([2, 2]))[1] == 1.0
+
+
+@pytest.mark.parametrize("action, error", [(np.array([[1]]), ValueError), ([1, 1], ValueError),
+                                           (np.ma.masked_array([1], mask=[1]), TypeError), ([[1], [2, 3]], TypeError)])
+def test_token_mode_refuses_wrong_shapes_and_masks(action, error):
+    env = NextStatePredictionEnv(EchoTask(), mode="token")
+    env.reset(options={"index": 0})
+    with pytest.raises(error):
+        env.step(action)
+
+
+@pytest.mark.parametrize("actions, error, match", [
+    (None, TypeError, "batch of 2 actions"), (5, TypeError, "batch of 2 actions"), ({"a": 1}, TypeError, "batch"),
+    ("ab", TypeError, "batch"), (np.array(3), ValueError, "scalar"), ([1, 1, 1], ValueError, "expected 2"),
+    (np.ma.masked_array([1, 1], mask=[0, 1]), TypeError, "masked")])
+def test_vector_step_refuses_a_bad_batch_with_a_clear_message(actions, error, match):
+    env = BatchedNextStatePredictionVectorEnv(EchoTask(), num_envs=2, mode="token")
+    env.reset(options={"index": 0})
+    with pytest.raises(error, match=match):
+        env.step(actions)
+
+
 def test_needs_extra_names_the_extra_and_keeps_real_bugs():
     from rlvr_envs.core.extras import MissingExtraError, needs_extra
 
@@ -280,6 +335,7 @@ def test_run_record_has_one_format_and_flags_a_busy_machine(monkeypatch):
     monkeypatch.setattr(records.os, "getloadavg", lambda: next(loads))
     record = records.RunRecord("python -m benchmarks.x", argparse.Namespace(steps=3, quiet=True, out=None))
     run = record.finish()
-    assert set(run) == {"program", "command", "argv", "machine", "load", "start", "end", "seconds", "git_commit"}
+    assert set(run) == {"program", "command", "argv", "machine", "load", "start", "end", "seconds", "threads",
+                        "cpu_share", "git_commit"}
     assert run["command"] == "python -m benchmarks.x --steps 3 --quiet" and run["load"]["busy"] is True
     assert run["start"] <= run["end"] and run["seconds"] >= 0 and "cores" in run["machine"]

@@ -174,9 +174,8 @@ def test_extraction_memory_is_linear():
     assert len(changes.updated) == 10_000 and peak < 30 * 2**20  # quadratic: 10**8 cells, 1.6 GB
 
 
-#: numpy turns a Python list that mixes ids >= 2**63 with other ints into float64, which
-#: rlvr_envs.core.episode.integer_array then refuses as TypeError instead of naming the id
-#: (reported; core/episode.py is not this suite's to change)
+#: actions are checked at one door (rlvr_envs.core.actions): ids too large for int64 stay exact
+#: (object arrays) and are named; non-integers and wrong shapes are refused by type
 @pytest.mark.parametrize("env_id", ENV_IDS)
 @pytest.mark.parametrize("case", list(action_cases(1024)))
 def test_hostile_actions_through_gym_make(env_id, case):

@@ -118,6 +118,90 @@ def test_bad_actions_are_repaired_and_counted_or_rejected(sim, start):
         sim.rollout(np.full((1, 1, 5, 2), np.nan))
 
 
+#: actions no PushT policy means: refused with TypeError at the door (rlvr_envs.core.actions), never cast
+NOT_REAL_ACTIONS = {"bools": np.array([True, False]), "complex": np.array([1 + 2j, 3 + 0j]), "string": "256 256",
+                    "strings": np.array(["256", "256"]), "None": None, "ragged": [[1.0, 2.0], [3.0]],
+                    "masked": np.ma.masked_array([256.0, 256.0], mask=[0, 1]), "objects": np.array([{}, {}])}
+
+
+@pytest.mark.parametrize("case", sorted(NOT_REAL_ACTIONS))
+def test_actions_that_are_not_real_numbers_are_refused_and_the_state_kept(sim, start, case):
+    sim.reset(seed=0, options={"physics": start})
+    before = sim.context.codes.copy()
+    with pytest.raises(TypeError, match="real numbers|masked"):
+        sim.step(NOT_REAL_ACTIONS[case])
+    with pytest.raises(TypeError):
+        sim.rollout(np.array([[[NOT_REAL_ACTIONS["complex"]]]]))
+    assert np.array_equal(sim.context.codes, before) and sim.counts.steps == 0
+
+
+def test_real_chunk_env_refuses_the_same_actions(start):
+    from rlvr_envs.simulators.real import PushTChunkEnv
+
+    env = PushTChunkEnv()
+    env.reset(options={"physics": start})
+    for action in NOT_REAL_ACTIONS.values():
+        with pytest.raises(TypeError):
+            env.step(action)
+    env.close()
+
+
+@pytest.mark.parametrize("copier", ["pickle", "deepcopy"])
+def test_learned_sim_copies_mid_episode_and_continues_exactly(sim, start, copier):
+    import copy
+    import pickle
+
+    sim.reset(seed=0, options={"physics": start})
+    sim.step(np.full((5, 2), 200.0))
+    clone = pickle.loads(pickle.dumps(sim)) if copier == "pickle" else copy.deepcopy(sim)
+    chunk = np.full((5, 2), 300.0)
+    assert np.array_equal(clone.step(chunk)[0], sim.step(chunk)[0])
+    assert np.array_equal(clone.context.codes, sim.context.codes)
+    assert np.array_equal(clone.render_physics(start), sim.render_physics(start))  # rebuilt real env renders
+    clone.close()
+
+
+@pytest.mark.parametrize("copier", ["pickle", "deepcopy"])
+def test_real_chunk_env_copies_mid_episode_and_continues_exactly(start, copier):
+    import copy
+    import pickle
+
+    from rlvr_envs.simulators.real import PushTChunkEnv
+
+    env = PushTChunkEnv()
+    env.reset(options={"physics": start})
+    env.step(np.full((5, 2), 200.0))
+    clone = pickle.loads(pickle.dumps(env)) if copier == "pickle" else copy.deepcopy(env)
+    chunk = np.full((5, 2), 300.0)
+    frame, *_, info = env.step(chunk)
+    clone_frame, *_, clone_info = clone.step(chunk)
+    assert np.array_equal(frame, clone_frame) and np.array_equal(info["physics"], clone_info["physics"])
+    env.close()
+    clone.close()
+
+
+def test_registered_learned_sim_pickles_after_reset_and_runs_async():
+    """The shipped model under gymnasium's subprocess vector env (2 small envs) and copied whole."""
+    import pickle
+
+    import gymnasium as gym
+
+    import rlvr_envs  # noqa: F401
+
+    env = gym.make("RLVRWorld/PushT-LearnedSim-v0", max_steps=2)
+    env.reset(seed=0)
+    clone = pickle.loads(pickle.dumps(env))
+    chunk = np.full((5, 2), 256.0, dtype=np.float32)
+    assert np.array_equal(clone.step(chunk)[0], env.step(chunk)[0])
+    vec = gym.make_vec("RLVRWorld/PushT-LearnedSim-v0", num_envs=2, vectorization_mode="async", max_steps=2)
+    try:
+        obs, _ = vec.reset(seed=0)
+        obs, rewards, terminated, truncated, info = vec.step(np.stack([chunk, chunk]))
+        assert obs.shape == (2, 64, 64, 3) and rewards.shape == (2,) and ((rewards >= 0) & (rewards <= 1)).all()
+    finally:
+        vec.close()
+
+
 def test_reset_from_frames_and_from_an_episode(sim, start):
     from rlvr_envs.video import pusht
 

@@ -167,3 +167,54 @@ def test_group_target_broadcast_equals_repeated_target():
                                metrics.video_prediction_metrics(pred, repeated).values["ssim"])
     with pytest.raises(ValueError, match="does not broadcast"):
         metrics.frame_reward(pred, _frames(rng, (3, 2, 32, 32, 3)), model)
+
+
+def test_missing_weights_message_names_the_one_command_and_reads_cleanly(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path))
+    with pytest.raises(LPIPSWeightsUnavailable) as caught:
+        load_lpips("vgg", allow_download=False)
+    message = str(caught.value)
+    assert "`rlvr-world data lpips --net vgg`" in message and ".." not in message and "\n" not in message
+
+
+def test_trunk_comes_through_torchvisions_own_cache(tmp_path, monkeypatch, capsys):
+    """`rlvr-world data lpips` fetches through torchvision's downloader (faked here: no network) into
+    torchvision's cache; the pretrained LPIPS then loads from that cache with no download."""
+    import argparse
+
+    import torchvision
+
+    from rlvr_envs.video.metrics import perceptual
+
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path))
+    fetched = []
+
+    def fake_download(url, dst, hash_prefix=None, progress=True):
+        fetched.append(url)
+        torch.save(torchvision.models.alexnet().state_dict(), dst)
+
+    monkeypatch.setattr(torch.hub, "download_url_to_file", fake_download)
+    assert perceptual.run_data_command(argparse.Namespace(net="alex")) == 0
+    path = perceptual.trunk_checkpoint_path("alex")
+    assert path.is_file() and path.parent == tmp_path / "checkpoints" and str(path) in capsys.readouterr().out
+    monkeypatch.setattr(perceptual, "_MODELS", {})
+    model = load_lpips("alex")
+    assert model.backbone == "pretrained" and fetched == [perceptual._trunk_weights("alex").url]
+
+
+def test_download_failure_is_one_line_naming_url_and_path(tmp_path, monkeypatch):
+    import argparse
+    import urllib.error
+
+    from rlvr_envs.core.errors import DownloadError
+    from rlvr_envs.video.metrics import perceptual
+
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path))
+
+    def offline(url, dst, hash_prefix=None, progress=True):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(torch.hub, "download_url_to_file", offline)
+    with pytest.raises(DownloadError, match=r"could not download https://download.pytorch.org/models/alexnet.*"
+                                            r"copy it to .*alexnet-owt-7be5be79.pth"):
+        perceptual.run_data_command(argparse.Namespace(net="alex"))

@@ -12,6 +12,17 @@ import pytest
 from tests.samples import shared_data_or_skip
 
 
+def test_an_undefined_correlation_says_why():
+    from rlvr_envs.policy_eval.metrics import pearson_undefined_reason
+
+    assert "same learned-simulator success rate (0.50)" in pearson_undefined_reason(sim=[0.5, 0.5], real=[0.0, 1.0])
+    both = pearson_undefined_reason(sim=[0.0, 0.0], real=[1.0, 1.0])
+    assert "learned-simulator" in both and "real success rate (1.00)" in both and "no spread" in both
+    assert "at least 2 policies" in pearson_undefined_reason(sim=[0.5], real=[0.5])
+    assert pearson_undefined_reason(sim=[0.1, 0.5], real=[0.2, 0.4]) is None
+    assert pearson_undefined_reason(sim=[0.3, 0.3], real=[0.3, 0.3]) is None  # identical: defined (1.0)
+
+
 def test_metrics_are_keyword_only_and_mmrv_is_asymmetric():
     from rlvr_envs.policy_eval import mmrv, pearson
 
@@ -159,7 +170,7 @@ def test_real2sim_runs_policies_in_both_simulators():
     assert [row["policy"] for row in out["policies"]] == ["random", "<lambda>"]  # each under its own name
     assert len(out["rollouts"]) == 4 and out["rollouts"][0].frames.shape == (3, 64, 64, 3)
     assert out["rollouts"][2].action_counts["nonfinite"] == 2
-    assert set(out["summary"]) >= {"pearson", "mmrv", "judge_vs_env_agreement"}
+    assert set(out["summary"]) >= {"pearson", "pearson_undefined", "mmrv", "judge_vs_env_agreement"}
     learned.close()
     real.close()
 
@@ -186,8 +197,10 @@ def test_the_documented_user_policy_runs_through_policy_eval(tmp_path, monkeypat
     report = json.loads((tmp_path / "out" / "results.json").read_text())
     assert [row["policy"] for row in report["policies"]] == ["toward_centre", "circler"]
     assert all(0.0 <= row["learned_success"] <= 1.0 for row in report["policies"])
-    with pytest.raises(SystemExit, match="my_policy has no nothing"):  # checked before any model loads
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as caught:  # checked before any model loads: one line, exit 2
         main(["policy-eval", "--policy", "my_policy:nothing", "--out", str(tmp_path / "x")])
+    assert caught.value.code == 2 and "my_policy has no nothing" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("spec, says", [("no_colon", "expected MODULE:NAME"),

@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from rlvr_envs.registration import ENVS, markdown_table
+from rlvr_envs.registration import ENVS, SIMULATORS, markdown_table
 from tests.samples import REPO, real_wma_dir, registry_test_kwargs, shared_data_or_skip
 
 IDS = [e.id for e in ENVS]
@@ -23,10 +23,26 @@ def make(env_id: str, **kwargs):
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_gymnasium_check_env(env_id):
+    """Gymnasium's defaults, render check included: it rebuilds the env in every listed render mode."""
     from gymnasium.utils.env_checker import check_env
 
     for mode in ("sequence", "token"):
-        check_env(make(env_id, mode=mode).unwrapped, skip_render_check=True)
+        check_env(make(env_id, mode=mode).unwrapped)
+
+
+def test_text_envs_list_only_the_render_modes_they_have():
+    env = make("RLVRWorld/MiniTextWorld-v0").unwrapped
+    assert env.metadata["render_modes"] == ["ansi"]
+    with pytest.raises(ValueError, match="render_mode must be one of"):
+        make("RLVRWorld/MiniTextWorld-v0", render_mode="rgb_array")
+
+
+@pytest.mark.parametrize("env_id", sorted(SIMULATORS))
+def test_gymnasium_check_env_on_plain_envs(env_id):
+    """The learned simulators and agent envs pass gymnasium's checker with its defaults too."""
+    from gymnasium.utils.env_checker import check_env
+
+    check_env(gym.make(env_id).unwrapped)
 
 
 @pytest.mark.parametrize("env_id", IDS)
@@ -99,8 +115,6 @@ def test_importing_the_package_registers_every_id():
     out = _fresh_python("import json, gymnasium as gym, rlvr_envs\n"
                         "gym.register_envs(rlvr_envs)\n"
                         "print(json.dumps(sorted(k for k in gym.registry if k.startswith('RLVRWorld/'))))")
-    from rlvr_envs.registration import SIMULATORS
-
     assert out.returncode == 0 and json.loads(out.stdout) == sorted([*IDS, *SIMULATORS]), out.stderr
 
 

@@ -335,3 +335,61 @@ def test_grpo_draws_training_prompts_from_a_prompt_filter_file(sft_model, tmp_pa
     with pytest.raises(ValueError, match="are for language tasks"):
         main(grpo_args("", tmp_path / "e", env_id="RLVRWorld/PushT-SingleStep-v0", env_kwargs=(),
                        prompts=(str(tmp_path / "p.json"),)))
+
+
+#: a GRPO run that kills itself with SIGKILL right after logging step 3 (its checkpoint is step 2)
+KILLED_RUN = """
+import os, signal, sys
+from rlvr_envs.integrations import hf
+logged = hf.JsonlLog.on_log
+def on_log(self, args, state, control, logs=None, **kwargs):
+    logged(self, args, state, control, logs=logs, **kwargs)
+    if state.global_step == 3 and logs and "loss" in logs:
+        os.kill(os.getpid(), signal.SIGKILL)
+hf.JsonlLog.on_log = on_log
+from trainers.grpo import main, parse_args
+main(parse_args(sys.argv[1:]))
+"""
+
+
+def test_a_killed_and_resumed_grpo_run_logs_each_step_once_in_strict_json(sft_model, tmp_path):
+    """kill -9 after step 3 with the last checkpoint at step 2, then --resume to 4 steps: steps 1-4
+    logged once each (training and evaluation records), every line strict JSON (NaN as null)."""
+    argv = ["--env-id", ENV_ID, "--env-kwargs", *ENV_KWARGS, "--model", str(sft_model / "final"),
+            "--out", str(tmp_path), "--steps", "4", "--prompts-per-step", "2", "--group-size", "2",
+            "--max-completion-len", "8", "--eval-every", "1", "--eval-windows", "2", "--checkpoint-every", "2",
+            "--threads", "1"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    killed = subprocess.run([sys.executable, "-c", KILLED_RUN, *argv], cwd=REPO, env=env, capture_output=True,
+                            text=True, timeout=600)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    before = (tmp_path / "log.jsonl").read_text().splitlines()
+    assert any(json.loads(line)["step"] == 3 for line in before)  # step 3 was logged before the kill
+    from trainers.grpo import main, parse_args
+
+    resumed = main(parse_args([*argv, "--resume"]))
+    assert resumed["resumed_from"].endswith("checkpoint-2") and resumed["steps"] == 4
+
+    def strict(line: str):
+        return json.loads(line, parse_constant=lambda name: pytest.fail(f"non-JSON constant {name} in {line}"))
+
+    records = [strict(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    train = [r["step"] for r in records if "loss" in r]
+    evals = [r["step"] for r in records if "eval/accuracy" in r]
+    assert train == [1, 2, 3, 4] and evals == [0, 1, 2, 3, 4], records
+
+
+def test_log_lines_are_strict_json_with_nan_as_null(tmp_path):
+    from rlvr_envs.core.files import json_line, keep_log_until
+    from rlvr_envs.integrations.hf import append_jsonl
+
+    import numpy as np
+
+    append_jsonl(tmp_path / "log.jsonl", {"step": 1, "reward_std": float("nan"), "x": [np.float32("inf"), 1.5],
+                                          "n": np.int64(3)})
+    line = (tmp_path / "log.jsonl").read_text()
+    assert json.loads(line) == {"step": 1, "reward_std": None, "x": [None, 1.5], "n": 3} and "NaN" not in line
+    assert json_line({"a": float("-inf")}) == '{"a": null}\n'
+    (tmp_path / "log.jsonl").write_text(line + json_line({"step": 2}) + '{"step": 3, "lo')  # a kill cut line 3
+    keep_log_until(tmp_path / "log.jsonl", 2)
+    assert [json.loads(x)["step"] for x in (tmp_path / "log.jsonl").read_text().splitlines()] == [1, 2]

@@ -175,7 +175,7 @@ def test_corrupt_line_is_named_by_file_and_line(tmp_path):
     lines[3] = lines[3][:50]
     bad = tmp_path / "bad.jsonl"
     bad.write_text("\n".join(lines))
-    with pytest.raises(ValueError, match=r"bad\.jsonl:4: corrupt JSON"):
+    with pytest.raises(ValueError, match=r"bad\.jsonl:4: the JSON line is not valid JSON"):
         bytesized32.load_rows(bad)
     bad.write_text(json.dumps({"game": "x"}) + "\n")
     with pytest.raises(ValueError, match=r"bad\.jsonl:1: missing key"):

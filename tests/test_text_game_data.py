@@ -87,8 +87,9 @@ CORRUPTIONS = [
     ("score value a list", lambda r: _spoil(r, ("next_score_state", "score"), [1]), "expected a number or boolean"),
     ("game a number", lambda r: line({**r, "game": 4}), "game: expected a string"),
     ("state_id null", lambda r: line({**r, "state_id": None}), "state_id: expected a number or string"),
-    ("truncated JSON", lambda r: line(r)[:200], "corrupt JSON line"),
+    ("truncated JSON", lambda r: line(r)[:200], "the JSON line is not valid JSON"),
     ("not UTF-8", lambda r: line(r).replace(b'"look"', b'"lo\xffok"', 1), "not UTF-8 text"),
+    ("nested 100k deep", lambda r: b"[" * 100_000 + b"]" * 100_000 + b"\n", "nested too deeply"),
 ]
 
 
@@ -231,7 +232,7 @@ def test_availability_means_loadable(tmp_path, good_row):
     assert ByteSized32Task.availability(str(tmp_path)) == (True, "data found (5 test transitions)")
     path.write_bytes(b"\n".join(rows)[:-100])  # a cut-off last line: present, not loadable
     ok, hint = ByteSized32Task.availability(str(tmp_path))
-    assert not ok and "test.jsonl:5: corrupt JSON" in hint and "rlvr-world data bytesized32" in hint
+    assert not ok and "test.jsonl:5: the JSON line is not valid JSON" in hint and "rlvr-world data bytesized32" in hint
     path.write_bytes(b"\n".join(rows) + b"\n")
     (tmp_path / "bytesized32" / bytesized32.RULES_DIRNAME / "score_rules.json").write_text("[]")
     ok, hint = ByteSized32Task.availability(str(tmp_path))

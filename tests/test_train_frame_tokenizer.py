@@ -48,9 +48,16 @@ def test_rt1_holds_out_its_test_folder(tmp_path):
     (["--resolution", "30,48"], "multiples of --downsample 8"),
     (["--resolution", "64"], "expected H,W"),
 ])
-def test_bad_arguments_fail_before_loading_anything(argv, message, tmp_path):
+def test_bad_arguments_fail_before_loading_anything(argv, message, tmp_path, capsys):
+    # refused while parsing (validate() at the command line: one line, exit 2) and by main() itself
+    with pytest.raises(SystemExit) as caught:
+        parse_args([*argv, "--data", str(tmp_path / "absent"), "--out", str(tmp_path / "t")])
+    assert caught.value.code == 2 and message in capsys.readouterr().err
+    from trainers.train_frame_tokenizer import Args
+
     with pytest.raises(ValueError, match=message):
-        main(parse_args([*argv, "--data", str(tmp_path / "absent"), "--out", str(tmp_path / "t")]))
+        main(Args(**{a[2:].replace("-", "_"): v for a, v in zip(argv[::2], argv[1::2])},
+                  data=str(tmp_path / "absent"), out=str(tmp_path / "t")))
 
 
 def test_an_rt1_folder_without_episodes_names_the_converter(tmp_path):

@@ -288,7 +288,7 @@ def test_corrupt_rows_are_named_by_file_and_row(tmp_path):
     path = tmp_path / "wma" / "bad.jsonl"
     path.parent.mkdir()
     path.write_text(json.dumps(good) + "\n{not json\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"bad\.jsonl:2: corrupt JSON"):
+    with pytest.raises(ValueError, match=r"bad\.jsonl:2: the JSON line is not valid JSON"):
         wma.load_records(tmp_path)
     path.write_text(json.dumps(good) + "\n" + json.dumps({"url": "x", "next_state_acctree": "[1] a 'b'"}) + "\n")
     with pytest.raises(ValueError, match=r"bad\.jsonl:2: missing column\(s\) \['observation', 'current_action'\]"):

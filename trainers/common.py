@@ -8,23 +8,55 @@ import json
 from pathlib import Path
 from typing import Any
 
+#: what to do when a checkpoint under --resume is damaged or foreign (named in the error)
+RESUME_REMEDY = "delete that checkpoint folder and resume from an earlier one, or drop --resume to start afresh"
+
+
+def field_help(cls: type) -> dict[str, str]:
+    """Each field's `#:` comment in the dataclass source (on its line or the lines above), its help text."""
+    import inspect
+    import re
+
+    helps: dict[str, str] = {}
+    pending: list[str] = []
+    for line in inspect.getsource(cls).splitlines():
+        stripped = line.strip()
+        if stripped.startswith("#:"):
+            pending.append(stripped[2:].strip())
+            continue
+        match = re.match(r"(\w+)\s*:[^=]*=.*?(?:#:\s*(.*))?$", stripped)
+        if match and match.group(1) not in helps:
+            helps[match.group(1)] = " ".join([*pending, match.group(2) or ""]).strip()
+        pending = []
+    return helps
+
+
+#: help for fields that many trainers share, when their dataclass gives none
+COMMON_HELP = {"out": "output folder", "seed": "random seed", "threads": "torch threads", "steps": "training steps",
+               "lr": "learning rate", "batch_size": "examples per optimizer step", "env_id": "a registered env id",
+               "resume": "continue the run in --out from its last checkpoint", "model": "a save_pretrained directory",
+               "preset": "model size preset", "eval_every": "evaluate every this many steps",
+               "checkpoint_every": "save a checkpoint every this many steps"}
+
 
 def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
-    """One `--flag-name` per field of `cls`, defaults shown; bools are switches and tuples
-    take one or more values."""
-    defaults = cls()
+    """One `--flag-name` per field of `cls`, with its `#:` comment as help (defaults shown by
+    the parser's formatter); bools are switches and tuples take one or more values."""
+    defaults, helps = cls(), field_help(cls)
     for f in dataclasses.fields(cls):
         flag, default = f"--{f.name.replace('_', '-')}", getattr(defaults, f.name)
+        help_text = helps.get(f.name) or COMMON_HELP.get(f.name) or f.name.replace("_", " ")
+        help_text = help_text.replace("%", "%%")  # argparse formats help strings
         if isinstance(default, bool):
-            parser.add_argument(flag, action="store_true")
+            parser.add_argument(flag, action="store_true", help=help_text)
         elif isinstance(default, tuple):
-            parser.add_argument(flag, nargs="+", default=default)
+            parser.add_argument(flag, nargs="+", default=default, help=help_text)
         elif f.name == "device":  # checked while parsing: a bad or absent device is a one-line usage error
             from rlvr_envs.core.device import checked_device
 
-            parser.add_argument(flag, type=checked_device, default=default)
+            parser.add_argument(flag, type=checked_device, default=default, help=help_text)
         else:
-            parser.add_argument(flag, type=type(default), default=default)
+            parser.add_argument(flag, type=type(default), default=default, help=help_text)
 
 
 def dataclass_from_namespace(cls: type, namespace: argparse.Namespace) -> Any:
@@ -32,26 +64,37 @@ def dataclass_from_namespace(cls: type, namespace: argparse.Namespace) -> Any:
     return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in vars(namespace).items() if k in names})
 
 
+def validated(parser: argparse.ArgumentParser, args: Any) -> Any:
+    """`args.validate()` (when the dataclass has one) before any work; a bad value ends as
+    argparse's one-line `error:` with exit code 2, never a traceback."""
+    from pathlib import Path
+
+    from rlvr_envs.core.errors import DataError
+
+    out = getattr(args, "out", None)
+    if isinstance(out, str) and out and Path(out).exists() and not Path(out).is_dir():
+        parser.error(f"argument --out: {out} is a file; pass a folder to write into (new or existing)")
+    if hasattr(args, "validate"):
+        try:
+            args.validate()
+        except (ValueError, TypeError, FileNotFoundError, DataError) as error:
+            parser.error(str(error).splitlines()[0] if str(error) else type(error).__name__)
+    return args
+
+
 def parse_dataclass_args(cls: type, description: str, argv: list[str] | None = None) -> Any:
-    """`cls(**parsed)` from the command line (see `add_dataclass_arguments`)."""
+    """`cls(**parsed)` from the command line (see `add_dataclass_arguments`), validated (`validated`)."""
     parser = argparse.ArgumentParser(description=description,
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_dataclass_arguments(parser, cls)
-    return dataclass_from_namespace(cls, parser.parse_args(argv))
+    return validated(parser, dataclass_from_namespace(cls, parser.parse_args(argv)))
 
 
 def parse_env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
     """`("reward=task", "size=40")` -> {"reward": "task", "size": 40} (values parsed as JSON when they can be)."""
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise ValueError(f"env_kwargs entries are key=value, got {pair!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
+    from rlvr_envs.core.arguments import key_value_pairs
+
+    return key_value_pairs(pairs)
 
 
 def command_line(program: str, args: Any) -> str:
@@ -100,3 +143,22 @@ def lora_config(r: int, alpha: int):
     from peft import LoraConfig
 
     return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=0.0, target_modules="all-linear", task_type="CAUSAL_LM")
+
+
+# -- the demos' time-bounded GRPO phase ---------------------------------------------------------
+
+def grpo_run(record: Any, args: Any, steps: int) -> tuple[dict, str | None]:
+    """A demo's GRPO phase: its run record finished, and (when the time limit cut it short of
+    `args.grpo_steps`) the sentence saying so, printed as well."""
+    from rlvr_envs.core.records import shortfall_note
+
+    run = record.finish()
+    shortfall = shortfall_note("GRPO", args.grpo_steps, steps, run)
+    if shortfall:
+        print(shortfall, flush=True)
+    return run, shortfall
+
+
+def machine_line(run: dict, grpo: dict) -> str:
+    """The machine as a demo report states it: the threads asked for and the CPU share GRPO really got."""
+    return f"{run['machine']}; GRPO got {grpo['cpu_share']:.0%} of its {grpo['threads']} thread(s)"

@@ -28,6 +28,7 @@ runs: `python -m trainers.grpo` directly).
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import time
 from dataclasses import asdict, dataclass
@@ -35,7 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from trainers.common import command_line, parse_dataclass_args, reward_figure
+from rlvr_envs.core.files import strict_json
+from trainers.common import command_line, grpo_run, machine_line, parse_dataclass_args, reward_figure
 
 ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
 METRICS = ("mae", "mse", "psnr", "ssim", "repetition")
@@ -60,14 +62,25 @@ class Args:
     device: str = "auto"  #: auto (CUDA when present), cpu, cuda or cuda:N: where models and rewards run
     tiny: bool = False  #: a smoke run: 2 GRPO steps, 2 training episodes, 4 held-out transitions
 
-    def resolved(self) -> "Args":
+    def validate(self) -> "Args":
         if self.domain not in DOMAINS:
             raise ValueError(f"domain must be one of {DOMAINS}, got {self.domain!r}")
         if self.text_reward not in TEXT_REWARDS:
             raise ValueError(f"text_reward must be one of {TEXT_REWARDS}, got {self.text_reward!r}")
+        if not (math.isfinite(self.grpo_minutes) and self.grpo_minutes > 0):
+            raise ValueError(f"grpo_minutes must be > 0, got {self.grpo_minutes}")
+        for name in ("grpo_steps", "train_episodes", "eval_seeds", "eval_windows", "threads"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if Path(self.out).exists() and not Path(self.out).is_dir():
+            raise ValueError(f"out: {self.out} is a file; pass a folder to write into")
         from rlvr_envs.core.device import resolve_device
 
         resolve_device(self.device)  # an absent or malformed device fails before any work
+        return self
+
+    def resolved(self) -> "Args":
+        self.validate()
         if self.tiny:
             return Args(domain=self.domain, out=self.out, grpo_minutes=self.grpo_minutes, grpo_steps=2,
                         train_episodes=2, eval_seeds=1, eval_windows=4, text_reward=self.text_reward, seed=self.seed,
@@ -190,7 +203,9 @@ def main(args: Args) -> dict:
                            max_seconds=60 * args.grpo_minutes, lr=1e-4, train_episodes=args.train_episodes,
                            eval_every=10**9, eval_windows=min(16, args.eval_windows), seed=args.seed,
                            threads=args.threads, device=args.device)
+    grpo_record = RunRecord("rlvr-world demo: GRPO", threads=args.threads)
     card = grpo.main(grpo_args)
+    results_run, shortfall = grpo_run(grpo_record, args, card["steps"])
     rlvr = load_world_model(str(out / "grpo"), task.vocab, device=device)
 
     print("[4/4] evaluating the RLVR model on the same transitions and seeds", flush=True)
@@ -210,20 +225,23 @@ def main(args: Args) -> dict:
                 summary["mae_change_percent"] = 100 * (summary["mae"] / float(reference["mae"].mean()) - 1)
             results["models"][name][mode] = summary
     results.update(total_seconds=round(time.perf_counter() - started, 1), args=asdict(args),
-                   command=command_line("rlvr-world demo", args), run=record.finish())
-    results["machine"] = results["run"]["machine"]
-    results["machine"] += f", {'CPU' if device == 'cpu' else device}"
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+                   command=command_line("rlvr-world demo", args), run=record.finish(), grpo_run=results_run,
+                   grpo_shortfall=shortfall)
+    results["machine"] = machine_line(results["run"], results_run) + f", {'CPU' if device == 'cpu' else device}"
+    (out / "results.json").write_text(json.dumps(strict_json(results), indent=2) + "\n", encoding="utf-8")
     frames_figure(task, indices, {"MLE base": base, "RLVR (GRPO)": rlvr}, out / "frames.png")
     reward_figure(out / "grpo" / "log.jsonl", out / "grpo_reward.png")
     report = (f"# rlvr-world demo\n\n`{results['command']}` on {results['machine']}, "
               f"{results['total_seconds'] / 60:.1f} min in all ({card['steps']} GRPO steps, "
-              f"{card['train_seconds_this_run'] / 60:.1f} min){load_note(results['run'])}.\n\n{table(results)}\n\n"
+              f"{card['train_seconds_this_run'] / 60:.1f} min){load_note(results['run'])}.\n\n"
+              + (f"**{shortfall}.**\n\n" if shortfall else "") + f"{table(results)}\n\n"
               f"{verdict(results)}\n\n![frames](frames.png)\n\n![reward](grpo_reward.png)\n\n{PLANNING_NOTE}\n")
     (out / "report.md").write_text(report, encoding="utf-8")
     print(table(results))
     print(verdict(results))
     print(PLANNING_NOTE)
+    if shortfall:
+        print(shortfall)
     print(f"report: {out / 'report.md'}")
     return results
 

@@ -81,10 +81,12 @@ def main(args) -> dict[str, Any]:
     import torch
 
     from baselines.text import nothing_changes
+    from rlvr_envs.core.files import strict_json
     from rlvr_envs.core.records import RunRecord
     from rlvr_envs.integrations.hf import compare_reports, per_transition_report
     from rlvr_envs.registration import task_from_env_id
     from trainers import grpo
+    from trainers.common import grpo_run, machine_line
     from trainers.grpo_config import GRPOConfig
 
     torch.set_num_threads(args.threads)
@@ -108,12 +110,14 @@ def main(args) -> dict[str, Any]:
         print(f"      replacing the earlier demo's {out / 'grpo'}", flush=True)
         shutil.rmtree(out / "grpo")
     size = ("size=16",) if args.tiny else ()
+    grpo_record = RunRecord("rlvr-world demo --domain text: GRPO", threads=args.threads)
     card = grpo.main(GRPOConfig(env_id=env_id, env_kwargs=size, model=str(base_dir), out=str(out / "grpo"),
                             steps=args.grpo_steps, max_seconds=60 * args.grpo_minutes, balance=True,
                             eval_every=10**9, eval_windows=4, checkpoint_every=max(10, args.grpo_steps // 4),
                             seed=args.seed, threads=args.threads, device=args.device,
                             **{**GRPO, **({"max_completion_len": 16} if args.tiny else {})}))
 
+    grpo_record_done, shortfall = grpo_run(grpo_record, args, card["steps"])
     print("[4/4] evaluating the RLVR model on the same transitions", flush=True)
     scores["rlvr"] = evaluate(Path(card["final_model"]), task, indices, args.device)
     baseline = nothing_changes(task, indices)
@@ -125,15 +129,17 @@ def main(args) -> dict[str, Any]:
     scores["rlvr"]["vs_sft"] = compare_reports(scores["sft"], scores["rlvr"], changed)
     results["baseline"]["vs_sft"] = compare_reports(scores["sft"], results["baseline"], changed)
     results.update(total_seconds=round(time.perf_counter() - started, 1), args=asdict(args),
-                   command=command_line("rlvr-world demo", args), model=str(base_dir), run=record.finish())
-    results["machine"] = results["run"]["machine"]
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+                   command=command_line("rlvr-world demo", args), model=str(base_dir), run=record.finish(),
+                   grpo_run=grpo_record_done, grpo_shortfall=shortfall)
+    results["machine"] = machine_line(results["run"], grpo_record_done)
+    (out / "results.json").write_text(json.dumps(strict_json(results), indent=2) + "\n", encoding="utf-8")
     reward_figure(out / "grpo" / "log.jsonl", out / "grpo_reward.png", ylabel=f"reward ({args.text_reward})")
     report = (f"# rlvr-world demo --domain text\n\n`{results['command']}` on {results['machine']}, "
               f"{results['total_seconds'] / 60:.1f} min in all ({card['steps']} GRPO steps, "
               f"{card['seconds'] / 60:.1f} min; {100 * card['frac_zero_spread_groups']:.0f}% of groups had no "
               f"reward spread). Greedy answers to {len(indices)} held-out {env_id} transitions.\n\n"
-              f"{table(results)}\n\n{AT_THIS_SCALE}\n\n![reward](grpo_reward.png)\n")
+              + (f"**{shortfall}.**\n\n" if shortfall else "")
+              + f"{table(results)}\n\n{AT_THIS_SCALE}\n\n![reward](grpo_reward.png)\n")
     (out / "report.md").write_text(report, encoding="utf-8")
     print(table(results))
     print(AT_THIS_SCALE)

@@ -91,6 +91,10 @@ class GRPOConfig:
         if sum(map(bool, (self.balance, self.changed_only, self.prompts))) > 1:
             raise ValueError("--balance, --changed-only and --prompts exclude each other (each picks the training "
                              "prompts)")
+        if self.model:
+            from rlvr_envs.core.files import check_model_source
+
+            check_model_source(self.model, "model (--model)")
         self.kwargs()  # malformed key=value pairs fail here, before any work
         return self
 

@@ -127,7 +127,7 @@ def train(args: GRPOConfig) -> dict[str, Any]:
 
     from rlvr_envs.integrations.hf import HeldOutEval, JsonlLog, TimeLimit, held_out_indices
     from trainers.common import lora_config
-    from trainers.sft import finish_run
+    from trainers.sft import finish_run, trim_log_for_resume
 
     torch.set_num_threads(args.threads)
     started = time.perf_counter()
@@ -145,6 +145,7 @@ def train(args: GRPOConfig) -> dict[str, Any]:
                           train_dataset=parts["dataset"], processing_class=train_task.tokenizer,
                           callbacks=[evaluator, JsonlLog(out / "log.jsonl"), time_limit],
                           peft_config=lora_config(args.lora_r, args.lora_alpha) if args.lora_r > 0 else None)
+    trim_log_for_resume(out, parts["resume_from"])
     trainer.train(resume_from_checkpoint=parts["resume_from"])
 
     logs = [entry for entry in trainer.state.log_history if "frac_reward_zero_std" in entry]

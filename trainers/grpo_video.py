@@ -35,8 +35,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
 from rlvr_envs.core.groups import group_advantages
-from trainers.common import command_line, lora_config
+from trainers.common import RESUME_REMEDY, command_line, lora_config
 
 #: seed of the PushT episodes GRPO trains on when no data_dir is given (held-out set: 10000)
 TRAIN_EPISODES_SEED = 20_000
@@ -131,14 +132,14 @@ def build_training(args, held_out, device: torch.device | str = "cpu"):
     """The training task: `data_dir`'s train split, or PushT episodes generated once (seed
     20000). Training windows start at every frame and every phase of the frame skip."""
     from rlvr_envs.registration import entry, task_from_env_id
-    from rlvr_envs.video.task import embedded_heldout_dir
+    from rlvr_envs.video.task import pusht_episodes_dir
 
     kwargs = {**entry(args.env_id).kwargs, "device": str(device), **args.kwargs()}
     if "data_dir" in kwargs:
         kwargs["split"] = "train"
     else:
         resolution = held_out.tokenizer.config.resolution[0]
-        kwargs["data_dir"] = embedded_heldout_dir(args.train_episodes, resolution, seed=TRAIN_EPISODES_SEED)
+        kwargs["data_dir"] = pusht_episodes_dir(args.train_episodes, resolution, seed=TRAIN_EPISODES_SEED)
     kwargs.update(frame_offsets=tuple(range(held_out.config.frame_skip)), window_stride=1)
     return task_from_env_id(args.env_id, **kwargs)
 
@@ -201,20 +202,6 @@ def save_checkpoint(out: Path, model, optimizer, step: int, history: list, start
     shutil.rmtree(old, ignore_errors=True)
 
 
-def keep_log_until(path: Path, step: int) -> None:
-    """Drop the log lines of steps after `step` (all of them when 0): a resumed run repeats
-    those steps, and each step should be logged once. Rewritten atomically."""
-    if not path.exists():
-        return
-    from rlvr_envs.core.files import atomic_writer
-
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    kept = [line for line in lines if json.loads(line).get("step", 0) <= step]
-    if len(kept) != len(lines):
-        with atomic_writer(path, "w") as handle:
-            handle.write("".join(line + "\n" for line in kept))
-
-
 def find_checkpoint(out: Path) -> Path | None:
     for candidate in (out / "checkpoint", out / "checkpoint.old"):
         if (candidate / "state.pt").is_file():
@@ -262,7 +249,7 @@ def train(args) -> dict:
     checkpoint = find_checkpoint(out) if args.resume else None
     step, history = 0, []
     if checkpoint is not None:
-        state = torch.load(checkpoint / "state.pt", weights_only=True, map_location="cpu")
+        state = load_torch_file(checkpoint / "state.pt", "the GRPO training state", RESUME_REMEDY)
         if state["started_from"] != started_from:
             raise ValueError(f"{checkpoint} continues a run that started from {state['started_from']}, "
                              f"not {started_from}")
@@ -339,8 +326,8 @@ def train(args) -> dict:
             step += 1
             bar.update(1)
             if run.is_main:
-                log.write(json.dumps({"step": step, "reward_failure": error or "on another process",
-                                      "reward_failures": failures}) + "\n")
+                log.write(json_line({"step": step, "reward_failure": error or "on another process",
+                                     "reward_failures": failures}))
                 log.flush()
             continue
         rewards = torch.tensor([r.reward for r in results], dtype=torch.float32).view(len(mine), group)
@@ -405,7 +392,7 @@ def train(args) -> dict:
             record["eval"] = report
             bar.write(f"step {step}: held-out greedy MAE {report['greedy']['mae']:.5f}, sampled MAE "
                       f"{report['sampled']['mae']:.5f} (start {history[0]['eval']['sampled']['mae']:.5f})")
-        log.write(json.dumps(record) + "\n")
+        log.write(json_line(record))
         log.flush()
         if writer is not None:
             for key, value in record.items():

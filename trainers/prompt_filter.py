@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rlvr_envs.core.files import write_json_atomic
+from rlvr_envs.core.files import check_model_source, write_json_atomic
 from trainers.common import command_line, parse_dataclass_args, parse_env_kwargs
 
 
@@ -59,6 +59,7 @@ class Args:
             raise ValueError("--changed-only and --unchanged-only exclude each other (pass neither for all prompts)")
         if self.limit < 0:
             raise ValueError(f"limit must be >= 0, got {self.limit}")
+        check_model_source(self.model, "model (--model)")
         parse_env_kwargs(self.env_kwargs)
         return self
 

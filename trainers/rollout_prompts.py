@@ -76,13 +76,23 @@ def context_prompts(layout, start_codes: np.ndarray, start_actions: np.ndarray, 
 
 def load_rollout_prompts(path: str | Path) -> dict:
     """(prompts, truth, uids, meta) of a `trainers.rollout_prompts` file, read without pickles."""
+    import zipfile
+
+    from rlvr_envs.core.errors import DataError
+    from rlvr_envs.core.files import loads_json
+
+    remedy = "write it again with `python -m trainers.rollout_prompts`"
     try:
         with np.load(path, allow_pickle=False) as data:
             out = {key: data[key] for key in ("prompts", "truth", "uids", "meta")}
-    except (OSError, ValueError, KeyError) as exc:
-        raise ValueError(f"{path} is not a trainers.rollout_prompts file: {exc}") from exc
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no rollout prompts file at {path}: {remedy}") from None
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        raise DataError(f"{path}: not a trainers.rollout_prompts file, or one cut short ({first}); "
+                        f"{remedy}") from None
     return {"prompts": out["prompts"], "truth": out["truth"], "uids": [str(u) for u in out["uids"]],
-            "meta": json.loads(str(out["meta"]))}
+            "meta": loads_json(str(out["meta"]), f"{path}!meta", "the rollout prompts' meta", remedy)}
 
 
 def main(args: Args) -> dict:

@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rlvr_envs.core.files import check_model_source
 from trainers.common import lora_config, parse_dataclass_args, parse_env_kwargs
 
 #: from-scratch LLaMA sizes for text world models (compare rlvr_envs.video.world_model.PRESETS)
@@ -90,6 +92,8 @@ class Args:
             raise ValueError("need lr > 0 and lora_r, train_size, max_new_tokens >= 0")
         if self.logging not in ("none", "tensorboard"):
             raise ValueError(f"logging must be 'none' or 'tensorboard', got {self.logging!r}")
+        if self.model:
+            check_model_source(self.model, "model (--model)")
         self.kwargs()
         return self
 
@@ -163,6 +167,21 @@ def last_checkpoint(out: str | Path, resume: bool) -> str | None:
         raise FileExistsError(f"{out} already holds checkpoints (last: {last}); pass --resume to continue that run "
                               f"or choose another --out")
     return last
+
+
+def trim_log_for_resume(out: str | Path, resume_from: str | None) -> None:
+    """Each step once in `out/log.jsonl`: drop what a killed run logged after its checkpoint
+    (run again now) and the evaluation at the checkpoint's step (repeated at the resumed start)."""
+    from rlvr_envs.core.files import keep_log_until, read_json
+    from trainers.common import RESUME_REMEDY
+
+    if int(os.environ.get("RANK", "0")) != 0:  # the main process alone writes the log
+        return
+    step = 0
+    if resume_from:
+        state = read_json(Path(resume_from) / "trainer_state.json", "the checkpoint's trainer state", RESUME_REMEDY)
+        step = int(state.get("global_step", 0)) if isinstance(state, dict) else 0
+    keep_log_until(Path(out) / "log.jsonl", step, redone=lambda record: any(k.startswith("eval/") for k in record))
 
 
 def device_kwargs(fp32: bool, device: str = "auto") -> dict[str, bool]:
@@ -298,6 +317,7 @@ def main(args: Args) -> dict[str, Any]:
                          processing_class=train_task.tokenizer,
                          callbacks=[evaluator, JsonlLog(out / "log.jsonl"), TimeLimit(args.max_seconds)],
                          peft_config=lora_config(args.lora_r, args.lora_alpha) if args.lora_r > 0 else None)
+    trim_log_for_resume(out, resume_from)
     output = trainer.train(resume_from_checkpoint=resume_from)
 
     results: dict[str, Any] = {"args": dataclasses.asdict(args), "parameters": n_params,

@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from trainers.common import parse_dataclass_args
+from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
+from trainers.common import RESUME_REMEDY, parse_dataclass_args
 from trainers.train_frame_tokenizer import foreground_weight, load_episode_frames
 
 
@@ -168,7 +169,7 @@ def main(args: Args) -> dict:
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=1e-4)
     if args.resume and (checkpoint / "state.pt").exists():
-        state = torch.load(checkpoint / "state.pt", weights_only=True, map_location="cpu")
+        state = load_torch_file(checkpoint / "state.pt", "the training state", RESUME_REMEDY)
         optimizer.load_state_dict(state["optimizer"])
         start_step, spent = int(state["step"]), float(state["seconds"])
         rng = np.random.default_rng([args.seed, start_step])
@@ -181,6 +182,7 @@ def main(args: Args) -> dict:
     trained, optimizer = run.prepare(Method(model, "reconstruct"), optimizer)
     if run.is_main:
         out.mkdir(parents=True, exist_ok=True)
+        keep_log_until(out / "log.jsonl", start_step, redone=lambda record: True)  # steps from start_step run again
     log = (out / "log.jsonl").open("a", encoding="utf-8") if run.is_main else None
     started = time.perf_counter() - spent
     bar = tqdm(range(start_step, args.steps), desc="compressed tokenizer", unit="step", initial=start_step,
@@ -207,7 +209,7 @@ def main(args: Args) -> dict:
             continue
         if step % 50 == 0:
             bar.set_postfix(loss=f"{loss.item():.4f}")
-            log.write(json.dumps({"step": step, "loss": loss.item(), "seconds": time.perf_counter() - started}) + "\n")
+            log.write(json_line({"step": step, "loss": loss.item(), "seconds": time.perf_counter() - started}))
             log.flush()
         if (step + 1) % args.checkpoint_every == 0 and step + 1 < args.steps:
             model.save(checkpoint)

@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainers.common import parse_dataclass_args
+from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
+from trainers.common import RESUME_REMEDY, parse_dataclass_args
 
 
 @dataclass
@@ -206,13 +207,14 @@ def main(args: Args) -> dict:
         optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
         schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=args.steps,
                                                        pct_start=0.05)
-        state = torch.load(checkpoint / "state.pt", weights_only=True, map_location="cpu")
+        state = load_torch_file(checkpoint / "state.pt", "the training state", RESUME_REMEDY)
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
         start_step = int(state["step"])
         rng = np.random.default_rng([args.seed, start_step])
     if run.is_main:
         out.mkdir(parents=True, exist_ok=True)
+        keep_log_until(out / "log.jsonl", start_step, redone=lambda record: True)  # steps from start_step run again
     log = (out / "log.jsonl").open("a", encoding="utf-8") if run.is_main else None
     model.train()
     trained, optimizer = run.prepare(Method(model, "reconstruct"), optimizer)
@@ -234,7 +236,7 @@ def main(args: Args) -> dict:
             continue
         if step % 50 == 0:
             bar.set_postfix(loss=f"{loss.item():.4f}")
-            log.write(json.dumps({"step": step, "loss": loss.item(), "seconds": time.perf_counter() - started}) + "\n")
+            log.write(json_line({"step": step, "loss": loss.item(), "seconds": time.perf_counter() - started}))
             log.flush()
         if (step + 1) % args.checkpoint_every == 0 and step + 1 < args.steps:
             model.save(checkpoint)

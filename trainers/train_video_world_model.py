@@ -39,7 +39,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from trainers.common import parse_dataclass_args
+from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
+from trainers.common import RESUME_REMEDY, parse_dataclass_args
 
 
 @dataclass
@@ -178,7 +179,7 @@ def main(args: Args) -> dict:
     step = 0
     if args.resume and (checkpoint / "state.pt").exists():
         model = LlamaForCausalLM.from_pretrained(checkpoint)
-        state = torch.load(checkpoint / "state.pt", weights_only=True, map_location="cpu")
+        state = load_torch_file(checkpoint / "state.pt", "the training state", RESUME_REMEDY)
         step = int(state["step"])
     elif args.init:
         from rlvr_envs.video.world_model import load_world_model
@@ -203,6 +204,7 @@ def main(args: Args) -> dict:
     model, optimizer = run.prepare(maybe_compile(model, args.compile), optimizer)
     if run.is_main:
         out.mkdir(parents=True, exist_ok=True)
+        keep_log_until(out / "log.jsonl", step)  # a resumed run repeats the steps after its checkpoint: log them once
     run.wait()
     log = (out / "log.jsonl").open("a", encoding="utf-8") if run.is_main else None
     started, tokens = time.perf_counter(), 0
@@ -234,8 +236,8 @@ def main(args: Args) -> dict:
             continue
         if step % 25 == 0:
             bar.set_postfix(loss=f"{loss.item():.3f}")
-            log.write(json.dumps({"step": step, "loss": loss.item(), "lr": schedule.get_last_lr()[0],
-                                  "seconds": time.perf_counter() - started}) + "\n")
+            log.write(json_line({"step": step, "loss": loss.item(), "lr": schedule.get_last_lr()[0],
+                                 "seconds": time.perf_counter() - started}))
             log.flush()
         if step % args.checkpoint_every == 0 and step < args.steps:
             run.unwrap(model).save_pretrained(checkpoint)
@@ -244,7 +246,7 @@ def main(args: Args) -> dict:
         if step % args.eval_every == 0 or step == args.steps:
             report = evaluate(raw_model, test_task, eval_windows, args.seed)
             history.append({"step": step, **report})
-            log.write(json.dumps({"step": step, "eval": report}) + "\n")
+            log.write(json_line({"step": step, "eval": report}))
             log.flush()
             bar.write(f"step {step}: model MAE {report['model']['mae']:.5f} | copy-last-frame (tokens) "
                       f"{report['copy_last_frame_tokens']['mae']:.5f} | ceiling {report['tokenizer_ceiling']['mae']:.5f}")

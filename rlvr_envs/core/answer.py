@@ -128,6 +128,23 @@ def _unbalanced(candidate: str, max_depth: int = MAX_JSON_DEPTH) -> str | None:
     return None
 
 
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether decoded JSON nests lists/objects more than `limit` deep (iterative: no recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
+
+
 _LITERALS = {"True": "true", "False": "false", "None": "null"}
 _WORD = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -215,6 +232,18 @@ def parse_json_object(text: str) -> dict[str, Any]:
     if end < start:
         raise AnswerError("truncated JSON (the object is never closed)")
     candidate = answer[start:end + 1]
+    try:  # the fast path: most answers are well-formed JSON, which the C decoder reads at once
+        value = json.loads(candidate)
+    except (json.JSONDecodeError, RecursionError):
+        pass  # explained (truncated, too deep) or repaired below
+    except ValueError as exc:  # e.g. a number longer than Python's integer-digit limit
+        raise AnswerError(f"unreadable JSON ({str(exc)[:120]})") from None
+    else:
+        if _deeper_than(value, MAX_JSON_DEPTH):
+            raise AnswerError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        if not isinstance(value, dict):
+            raise AnswerError(f"the answer is a JSON {type(value).__name__}, not an object")
+        return value
     reason = _unbalanced(candidate)
     if reason is not None:
         if reason.startswith("nested"):

@@ -30,9 +30,11 @@ class NextStatePredictionEnv(gym.Env):
       of at most that length is accepted too. Fits GRPO-style trainers.
     * `mode="token"`: `Discrete(vocab)`, one token per step (an int or a size-1 integer
       array). Fits SB3 / CleanRL.
-    Actions are validated at the door: non-integer actions (floats, strings, bools) raise
-    `TypeError`; a token id outside the vocabulary ends the episode with the documented
-    minimum reward and `info["error"]` naming the id.
+    Actions are validated at the door (`rlvr_envs.core.actions`): anything but integer token
+    ids (None, floats, strings, bools, a ragged list, a masked array) raises `TypeError`, a
+    wrong shape (a 2-D sequence action, several values as one token) raises `ValueError`;
+    a token id outside the vocabulary ends the episode with the documented minimum reward
+    and `info["error"]` naming the id.
 
     ## Reward
     0 until the response is complete, then the task's verified reward (see `info["metrics"]`
@@ -64,6 +66,8 @@ class NextStatePredictionEnv(gym.Env):
         modes = ["ansi", "rgb_array"] if hasattr(task, "render_frames") else ["ansi"]
         if render_mode is not None and render_mode not in modes:
             raise ValueError(f"render_mode must be one of {modes} for {type(task).__name__}, got {render_mode!r}")
+        # per instance: a text task renders no frames, and gymnasium's checker tries every listed mode
+        self.metadata = {**type(self).metadata, "render_modes": modes}
         self.task = task
         self.mode = check_mode(mode)
         self.render_mode = render_mode
@@ -73,11 +77,12 @@ class NextStatePredictionEnv(gym.Env):
         self._last_info: dict[str, Any] = {}
 
     def _obs(self) -> dict[str, np.ndarray]:
-        # fresh arrays on every call (gymnasium's rule: users keep what they are given)
-        task = self.task
-        obs = {"prompt": np.empty(task.max_prompt_len, dtype=np.int64), "prompt_len": np.empty(1, dtype=np.int64),
-               "response": np.empty(task.max_response_len, dtype=np.int64),
-               "response_len": np.empty(1, dtype=np.int64)}
+        # fresh arrays on every call (gymnasium's rule: users keep what they are given): views of
+        # one new buffer, one allocation instead of four
+        p, r = self.task.max_prompt_len, self.task.max_response_len
+        buffer = np.empty(p + r + 2, dtype=np.int64)
+        obs = {"prompt": buffer[:p], "prompt_len": buffer[p:p + 1], "response": buffer[p + 1:p + 1 + r],
+               "response_len": buffer[p + 1 + r:]}
         self._episode.write_observation(obs["prompt"], obs["prompt_len"], obs["response"], obs["response_len"])
         return obs
 

@@ -2,8 +2,8 @@
 
 `NextStatePredictionEnv` steps one `Episode`; the batched vector env steps N of them and
 verifies the finished ones in one call. Everything an episode does lives here (forced
-tokens, EOS, the length limit, structure completion, validating actions at the door,
-writing the observation row), so the two envs cannot drift apart.
+tokens, EOS, the length limit, structure completion, writing the observation row; actions
+are checked at the door by `rlvr_envs.core.actions`), so the two envs cannot drift apart.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
+from rlvr_envs.core.actions import integer_array, token_from_action
 from rlvr_envs.core.task import Task
 from rlvr_envs.core.types import RewardResult
 
@@ -45,38 +46,6 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def integer_array(action: Any, what: str, limit: int | None = None) -> np.ndarray:
-    """`action` as a 1-D integer array (its first `limit` values), refusing anything that
-    is not integer token ids.
-
-    Floats, strings and bools are type errors (a silent cast would hide a policy bug);
-    Python ints too large for int64 arrive as object arrays and are kept exact (and checked
-    one by one, so only the `limit` values that count are checked).
-    """
-    tokens = np.asarray(action).reshape(-1)[:limit]
-    if tokens.dtype.kind == "f" and not isinstance(action, np.ndarray):
-        # numpy turns a list mixing small ints with ints of 2**63 or more into floats: keep them exact
-        exact = np.asarray(action, dtype=object).reshape(-1)[:limit]
-        if all(isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)) for t in exact):
-            tokens = exact
-    if tokens.dtype.kind == "O":
-        flat = tokens
-        if not all(isinstance(t, (int, np.integer)) and not isinstance(t, (bool, np.bool_)) for t in flat):
-            raise TypeError(f"{what} must hold integer token ids, got {[type(t).__name__ for t in flat[:3]]}")
-        return flat
-    if tokens.size and tokens.dtype.kind not in "iu":
-        raise TypeError(f"{what} must hold integer token ids, got dtype {tokens.dtype}")
-    return tokens.reshape(-1)
-
-
-def token_from_action(action: Any) -> int:
-    """The token id of a token-mode action: an integer scalar or a size-1 integer array."""
-    tokens = integer_array(action, "a token-mode action")
-    if tokens.size != 1:
-        raise ValueError(f"a token-mode action is one token id, got {tokens.size} values")
-    return int(tokens[0])
-
-
 def out_of_vocabulary(task: Task, tokens: np.ndarray) -> int | None:
     """The first token id outside [0, vocab_size), exactly as given, or None."""
     if not tokens.size:
@@ -84,8 +53,10 @@ def out_of_vocabulary(task: Task, tokens: np.ndarray) -> int | None:
     if tokens.dtype.kind == "O":
         bad = [int(t) for t in tokens if not 0 <= int(t) < task.vocab_size]
         return bad[0] if bad else None
+    if tokens.max() < task.vocab_size and (tokens.dtype.kind == "u" or tokens.min() >= 0):
+        return None  # the common case: two reductions, no temporary arrays
     outside = (tokens >= task.vocab_size) if tokens.dtype.kind == "u" else (tokens < 0) | (tokens >= task.vocab_size)
-    return int(tokens[int(outside.argmax())]) if outside.any() else None
+    return int(tokens[int(outside.argmax())])
 
 
 class Episode:
@@ -140,15 +111,16 @@ class Episode:
             raise RuntimeError("step() called on a finished episode; call reset() first")
         task = self.task
         tokens = integer_array(action, "a sequence-mode action", task.max_response_len)
-        is_eos = tokens == task.eos_token_id
-        if is_eos.any():
-            tokens = tokens[: int(is_eos.argmax())]
+        if tokens.size:
+            first = int((tokens == task.eos_token_id).argmax())  # 0 when there is none: checked below
+            if tokens[first] == task.eos_token_id:
+                tokens = tokens[:first]
         self.done = True
         bad = out_of_vocabulary(task, tokens)
         if bad is not None:
             self._reject(bad)
         else:
-            self.response = tokens.astype(np.int64).tolist()
+            self.response = tokens.tolist()  # Python ints for every integer dtype (and object arrays of ints)
 
     def rejected_result(self) -> RewardResult:
         """The result of an episode ended by an invalid action (no verification needed)."""
@@ -157,9 +129,12 @@ class Episode:
     def write_observation(self, prompt: np.ndarray, prompt_len: np.ndarray, response: np.ndarray,
                           response_len: np.ndarray) -> None:
         """Fill one observation row (of a single env or of a batch) in place."""
-        prompt[:], prompt_len[:] = self.task.padded_prompt(self.index)
+        padded, length = self.task.padded_prompt(self.index)
+        prompt[:] = padded
+        prompt_len[0] = length[0]
         n = min(len(self.response), len(response))
-        response[:n] = self.response[:n]
+        if n:
+            response[:n] = self.response[:n]
         response[n:] = self.task.pad_token_id
         response_len[0] = n
 

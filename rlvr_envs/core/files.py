@@ -21,11 +21,12 @@ from __future__ import annotations
 import contextlib
 import datetime
 import json
+import math
 import os
 import re
 import secrets
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from rlvr_envs.core.errors import DataError
 
@@ -79,15 +80,145 @@ def read_json(path: str | os.PathLike, what: str, remedy: str = "") -> Any:
     except UnicodeDecodeError as error:
         line = data.count(b"\n", 0, error.start) + 1
         raise DataError(f"{path}:{line}: {what} is not UTF-8 text (byte 0x{data[error.start]:02x}){hint}") from None
+    if not text.strip():
+        raise DataError(f"{path}: {what} is empty, e.g. cut short by an interrupted run{hint}")
+    return loads_json(text, str(path), what, remedy, whole_file=True)
+
+
+def loads_json(text: str, where: str, what: str, remedy: str = "", whole_file: bool = False) -> Any:
+    """`json.loads`, failing as `DataError` that names `where` (`FILE:LINE` of a JSON line, or a
+    whole file, whose failing line is added); nesting too deep for the parser is refused the same way."""
+    hint = f"; {remedy}" if remedy else ""
     try:
         return json.loads(text)
     except json.JSONDecodeError as error:
-        if not text.strip():
-            raise DataError(f"{path}: {what} is empty, e.g. cut short by an interrupted run{hint}") from None
-        raise DataError(f"{path}:{error.lineno}: {what} is not valid JSON (column {error.colno}: {error.msg}), "
-                        f"e.g. cut short by an interrupted run{hint}") from None
+        line, why = (f":{error.lineno}", ", e.g. cut short by an interrupted run") if whole_file else ("", "")
+        raise DataError(f"{where}{line}: {what} is not valid JSON (column {error.colno}: {error.msg}){why}"
+                        f"{hint}") from None
     except RecursionError:
-        raise DataError(f"{path}: {what} is nested too deeply to read{hint}") from None
+        raise DataError(f"{where}: {what} is nested too deeply to read (a damaged or hostile file){hint}") from None
+
+
+#: JSON files a Hugging Face style checkpoint directory may hold (checked before a library reads them)
+CHECKPOINT_JSON = ("config.json", "card.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                   "special_tokens_map.json", "adapter_config.json")
+
+
+def check_safetensors(path: str | os.PathLike, what: str, remedy: str = "") -> None:
+    """Refuse a truncated, padded or hostile `.safetensors` file as `DataError` naming it, by its
+    header alone (8-byte length, JSON header, data offsets that must cover the file exactly)."""
+    path = Path(path)
+    hint = f"; {remedy}" if remedy else ""
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+        length = int.from_bytes(head, "little") if len(head) == 8 else -1
+        if not 2 <= length <= min(size - 8, 100 * 2**20):
+            raise DataError(f"{path}: {what} is not a safetensors file or is cut short ({size:,} bytes, header "
+                            f"length {length:,}){hint}")
+        header = loads_json(handle.read(length).decode("utf-8", "replace"), str(path), f"{what}'s header", remedy)
+    if not isinstance(header, dict):
+        raise DataError(f"{path}: {what}'s header is not a JSON object{hint}")
+    ends = [entry.get("data_offsets", [0, 0])[1] for key, entry in header.items()
+            if key != "__metadata__" and isinstance(entry, dict) and isinstance(entry.get("data_offsets"), list)
+            and len(entry["data_offsets"]) == 2]
+    expected = 8 + length + max((e for e in ends if isinstance(e, int)), default=0)
+    if expected != size:
+        state = "cut short" if size < expected else "longer than its header says"
+        raise DataError(f"{path}: {what} is {state} ({size:,} bytes, the header needs {expected:,}), e.g. an "
+                        f"interrupted copy or download{hint}")
+
+
+def check_checkpoint_dir(directory: str | os.PathLike, what: str, remedy: str = "") -> Path:
+    """Check a saved model or tokenizer directory before a library loads it: every JSON file it
+    holds parses and every `.safetensors` file is whole, else `DataError` naming the file."""
+    directory = Path(directory)
+    for name in CHECKPOINT_JSON:
+        if (directory / name).is_file():
+            read_json(directory / name, f"{what}'s {name}", remedy)
+    for weights in sorted(directory.glob("*.safetensors")):
+        check_safetensors(weights, f"{what}'s weights file", remedy)
+    return directory
+
+
+def check_model_source(spec: str | os.PathLike, what: str, remedy: str = "") -> None:
+    """Before `from_pretrained(spec)`: a local directory is checked whole (`check_checkpoint_dir`),
+    a path that names nothing or a file is refused naming it; a hub name is left to the hub."""
+    text = str(spec)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        check_checkpoint_dir(path, what, remedy)
+    elif path.exists():
+        raise DataError(f"{text}: {what} must be a directory (as `save_pretrained` writes), not a file")
+    elif text.startswith(("/", ".", "~")) or text.count("/") > 1:
+        raise FileNotFoundError(f"no {what} at {text}: pass a directory written by `save_pretrained` "
+                                "(or a hub name such as Qwen/Qwen2.5-0.5B, cached when HF_HUB_OFFLINE=1)")
+
+
+def load_torch_file(path: str | os.PathLike, what: str, remedy: str = "") -> Any:
+    """`torch.load(path, weights_only=True)` (tensors and plain containers only: a pickle that
+    would run code is refused), failing as `DataError` that names the file and what to do."""
+    import pickle
+
+    import torch
+
+    path = Path(path)
+    hint = f"; {remedy}" if remedy else ""
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise
+    except pickle.UnpicklingError as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if "weights_only" in str(error) or "Unsupported global" in str(error):
+            raise DataError(f"{path}: {what} holds objects other than tensors and plain values, refused unread "
+                            f"(a foreign or hostile file){hint}") from None
+        raise DataError(f"{path}: {what} is unreadable ({first[:200]}){hint}") from None
+    except (RuntimeError, EOFError, ValueError, OSError) as error:
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise DataError(f"{path}: {what} is unreadable or cut short ({first[:200]}){hint}") from None
+
+
+def strict_json(value: Any) -> Any:
+    """`value` with every non-finite float (NaN, inf) as None: JSON has no NaN, and a log line
+    holding one is unreadable to strict parsers (jq, JavaScript, `json.loads(..., parse_constant=...)`)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:  # numpy / torch scalars
+        return strict_json(value.item())
+    return value
+
+
+def json_line(record: dict[str, Any]) -> str:
+    """One strict-JSON log line (no NaN or inf: see `strict_json`), newline included."""
+    return json.dumps(strict_json(record), allow_nan=False, default=float) + "\n"
+
+
+def keep_log_until(path: str | os.PathLike, step: int, redone: Callable[[dict], bool] | None = None) -> None:
+    """Before a resumed run appends to its JSON-lines log: drop the records of steps after the
+    checkpoint's `step` (the run repeats those steps) and, at `step` itself, those `redone`
+    says the resumed run writes again (e.g. an evaluation run at its start), so every step is
+    logged once. Rewritten atomically; lines a kill cut short are dropped too."""
+    path = Path(path)
+    if not path.exists():
+        return
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    kept = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:  # the last line of a killed run, half written
+            continue
+        at = record.get("step", 0) if isinstance(record, dict) else 0
+        if at < step or (at == step and not (redone and redone(record))):
+            kept.append(line)
+    if len(kept) != len(lines):
+        with atomic_writer(path, "w") as handle:
+            handle.write("".join(line + "\n" for line in kept))
 
 
 def remove_stale_temporaries(folder: str | os.PathLike) -> int:

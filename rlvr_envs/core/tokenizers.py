@@ -30,13 +30,18 @@ def load_tokenizer(spec: Any = None):
         os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
     from transformers import AutoTokenizer
 
+    from rlvr_envs.core.files import check_checkpoint_dir
+
     if str(spec) in EMBEDDED:
         path = EMBEDDED[str(spec)]
         if not (path / "tokenizer.json").exists():
             raise FileNotFoundError(
                 f"the embedded tokenizer {spec!r} is missing at {path}; rebuild it with `python -m trainers.tokenizer`"
             )
+        check_checkpoint_dir(path, f"the embedded tokenizer {spec!r}", "rebuild it with `python -m trainers.tokenizer`")
         return AutoTokenizer.from_pretrained(str(path))
+    if Path(spec).is_dir():
+        check_checkpoint_dir(spec, "the tokenizer", "copy the tokenizer directory again from where it came from")
     try:
         return AutoTokenizer.from_pretrained(str(spec))
     except OSError as exc:

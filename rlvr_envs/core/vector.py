@@ -14,8 +14,8 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from rlvr_envs.core.episode import (
-    Episode, action_space, check_mode, integer_array, observation_space, token_from_action, verify_episodes)
+from rlvr_envs.core.actions import action_batch, integer_array, token_from_action
+from rlvr_envs.core.episode import Episode, action_space, check_mode, observation_space, verify_episodes
 from rlvr_envs.core.task import Task
 
 
@@ -108,8 +108,7 @@ class BatchedNextStatePredictionVectorEnv(VectorEnv):
     def step(self, actions):
         if not self._episodes:
             raise RuntimeError("step() called before reset()")
-        if len(actions) != self.num_envs:
-            raise ValueError(f"expected {self.num_envs} actions, got {len(actions)}")
+        actions = action_batch(actions, self.num_envs)
         # validate every action before any episode moves, so a bad one leaves the batch intact
         if self.mode == "sequence":
             actions = [integer_array(a, "a sequence-mode action", self.task.max_response_len) for a in actions]

@@ -192,10 +192,12 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 def append_jsonl(path: str | Path, record: dict[str, Any]) -> None:
+    from rlvr_envs.core.files import json_line
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, default=float) + "\n")
+        handle.write(json_line(record))  # strict JSON: NaN and inf as null
 
 
 def _callback_base():

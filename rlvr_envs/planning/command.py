@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rlvr_envs.core.arguments import at_least, existing_dir, output_dir, real_at_least
+
 PLANNERS = ("base", "rlvr", "random", "true_sim", "blind")
 
 
@@ -28,41 +30,64 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     cem = CEMConfig()  # the one home of the CEM defaults (DINO-WM's)
 
-    parser.add_argument("--planners", default="base,random,true_sim",
+    parser.add_argument("--planners", type=planner_list, default="base,random,true_sim",
                         help=f"comma-separated, of {','.join(PLANNERS)} (rlvr needs --rlvr-model)")
-    parser.add_argument("--base-model", default=None, help="base world model dir (default: the shipped MLE model)")
-    parser.add_argument("--rlvr-model", default=None, help="RLVR-trained world model dir")
-    parser.add_argument("--tokenizer", default=None, help="frame tokenizer dir (default: the shipped one)")
-    parser.add_argument("--data", default=None, help="held-out PushT episodes dir (default: the embedded set)")
-    parser.add_argument("--heldout-episodes", type=int, default=12, help="size of the embedded held-out set")
-    parser.add_argument("--episodes", type=int, default=50)
-    parser.add_argument("--offset", type=int, default=25, help="simulator steps from start to goal (DINO-WM 25)")
-    parser.add_argument("--history", type=int, default=0,
+    parser.add_argument("--base-model", type=existing_dir, default=None,
+                        help="base world model dir (None: the shipped MLE model)")
+    parser.add_argument("--rlvr-model", type=existing_dir, default=None, help="RLVR-trained world model dir")
+    parser.add_argument("--tokenizer", type=existing_dir, default=None,
+                        help="frame tokenizer dir (None: the shipped one)")
+    parser.add_argument("--data", type=existing_dir, default=None,
+                        help="held-out PushT episodes dir (None: the embedded set)")
+    parser.add_argument("--heldout-episodes", type=at_least(1), default=12, help="size of the embedded held-out set")
+    parser.add_argument("--episodes", type=at_least(1), default=50, help="planning episodes (goals)")
+    parser.add_argument("--offset", type=at_least(1), default=25,
+                        help="simulator steps from start to goal (DINO-WM 25)")
+    parser.add_argument("--history", type=at_least(0), default=0,
                         help="recorded frames before the start the planners see (a frame every chunk, and the "
                              "chunks between them): a learned simulator's first plan then starts from real motion "
                              "(0: the start frame alone, an agent at rest)")
-    parser.add_argument("--horizon", type=int, default=cem.horizon)
-    parser.add_argument("--samples", type=int, default=cem.samples)
-    parser.add_argument("--top-k", type=int, default=cem.top_k)
-    parser.add_argument("--iterations", type=int, default=cem.iterations)
-    parser.add_argument("--init-std", type=float, default=cem.init_std)
-    parser.add_argument("--rounds", type=int, default=2, help="plans per episode (MPC)")
-    parser.add_argument("--execute", type=int, default=None, help="chunks executed per plan (default: all)")
+    parser.add_argument("--horizon", type=at_least(1), default=cem.horizon, help="CEM plan length in chunks")
+    parser.add_argument("--samples", type=at_least(1), default=cem.samples, help="CEM samples per iteration")
+    parser.add_argument("--top-k", type=at_least(1), default=cem.top_k, help="CEM elites (<= --samples)")
+    parser.add_argument("--iterations", type=at_least(1), default=cem.iterations, help="CEM iterations")
+    parser.add_argument("--init-std", type=real_at_least(0.0, strictly=True), default=cem.init_std,
+                        help="CEM initial standard deviation (px)")
+    parser.add_argument("--rounds", type=at_least(1), default=2, help="plans per episode (MPC)")
+    parser.add_argument("--execute", type=at_least(1), default=None, help="chunks executed per plan (None: all)")
     parser.add_argument("--objective", default="pixels", choices=OBJECTIVES,
                         help="distance of the predicted final frame to the goal image: pixels, pixels and "
                              "blurred copies (distance keeps growing once objects no longer overlap), the "
                              "tokenizer's latent, or the agent and block poses the PushT frame judge reads")
-    parser.add_argument("--batch-size", type=int, default=300, help="world-model generation batch")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None, help="torch threads")
-    parser.add_argument("--gifs", type=int, default=2, help="GIFs for the first N episodes")
+    parser.add_argument("--batch-size", type=at_least(1), default=300, help="world-model generation batch")
+    parser.add_argument("--seed", type=at_least(0), default=0, help="seed of the goals and the planners")
+    parser.add_argument("--threads", type=at_least(1), default=None, help="torch threads (None: torch's default)")
+    parser.add_argument("--gifs", type=at_least(0), default=2, help="GIFs for the first N episodes")
     parser.add_argument("--resume", action="store_true",
                         help="keep the episodes OUT/results.json already holds (same CEM/MPC budget) and run the rest")
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", type=output_dir, required=True, help="output folder (results.json, gifs/)")
     from rlvr_envs.core.device import add_device_argument
 
     add_device_argument(parser)  # last: recorded commands keep their order
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, check=check)
+
+
+def planner_list(text: str) -> str:
+    """argparse type of --planners: comma-separated names from PLANNERS."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = sorted(set(names) - set(PLANNERS))
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"unknown planners {unknown}; choose from {','.join(PLANNERS)}")
+    return ",".join(names)
+
+
+def check(args: argparse.Namespace) -> None:
+    """What argparse types cannot see: combinations (before any work)."""
+    from rlvr_envs.planning.cem import CEMConfig
+
+    if "rlvr" in args.planners.split(",") and not args.rlvr_model:
+        raise ValueError("the rlvr planner needs --rlvr-model DIR")
+    CEMConfig(args.horizon, args.samples, args.top_k, args.iterations, args.init_std).validate()
 
 
 def save_episode_gif(path: Path, real, task, result) -> None:
@@ -89,21 +114,15 @@ def run(args: argparse.Namespace) -> int:
 
     from rlvr_envs.core.device import setup_device
 
+    check(args)
     if args.threads:
         torch.set_num_threads(args.threads)
     device = str(setup_device(args.device).device)  # learned simulators and the tokenizer objective run there
-    names = [n.strip() for n in args.planners.split(",") if n.strip()]
-    unknown = set(names) - set(PLANNERS)
-    if unknown:
-        raise SystemExit(f"unknown planners {sorted(unknown)}; choose from {PLANNERS}")
-    if "rlvr" in names and not args.rlvr_model:
-        raise SystemExit("the rlvr planner needs --rlvr-model DIR")
+    names = planner_list(args.planners).split(",")
     config = CEMConfig(args.horizon, args.samples, args.top_k, args.iterations, args.init_std).validate()
     mpc = MPCConfig(rounds=args.rounds, execute=args.execute)
     data = args.data or embedded_heldout_dir(args.heldout_episodes, 64)
     episodes = PushTEpisodeDataset(data)
-    if args.history < 0:
-        raise SystemExit("--history must be >= 0")
     tasks = planning_tasks(list(episodes), args.episodes, args.offset, args.seed, history=args.history)
     real = PushTChunkEnv(resolution=64, max_steps=10_000)
     planners = {}

@@ -21,33 +21,52 @@ from pathlib import Path
 
 import numpy as np
 
+from rlvr_envs.core.arguments import at_least, existing_dir, number_list, open_fraction, output_dir, real_at_least
+from rlvr_envs.core.files import strict_json
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model", default=None, help="world model dir (default: the shipped MLE model)")
-    parser.add_argument("--tokenizer", default=None, help="frame tokenizer dir (default: the shipped one)")
-    parser.add_argument("--data", default=None, help="held-out PushT episodes dir (default: the embedded set)")
-    parser.add_argument("--heldout-episodes", type=int, default=12)
-    parser.add_argument("--starts", type=int, default=10)
-    parser.add_argument("--lead", type=int, default=60, help="start this many simulator steps before an episode's end")
-    parser.add_argument("--max-steps", type=int, default=20, help="chunks (of 5 simulator steps) per rollout")
-    parser.add_argument("--noise", default="0,10,25,50", help="pixel-expert noise levels (px)")
+    parser.add_argument("--model", type=existing_dir, default=None,
+                        help="world model dir (None: the shipped MLE model)")
+    parser.add_argument("--tokenizer", type=existing_dir, default=None,
+                        help="frame tokenizer dir (None: the shipped one)")
+    parser.add_argument("--data", type=existing_dir, default=None,
+                        help="held-out PushT episodes dir (None: the embedded set)")
+    parser.add_argument("--heldout-episodes", type=at_least(1), default=12, help="size of the embedded held-out set")
+    parser.add_argument("--starts", type=at_least(1), default=10, help="start states per policy")
+    parser.add_argument("--lead", type=at_least(0), default=60,
+                        help="start this many simulator steps before an episode's end")
+    parser.add_argument("--max-steps", type=at_least(1), default=20, help="chunks (of 5 simulator steps) per rollout")
+    parser.add_argument("--noise", type=number_list(0.0), default="0,10,25,50", help="pixel-expert noise levels (px)")
     parser.add_argument("--policy", action="append", default=[], metavar="MODULE:NAME",
                         help="your policy (repeatable): a callable image -> action or a SIMPLER-style object")
     parser.add_argument("--family", action=argparse.BooleanOptionalAction, default=True,
                         help="also run the built-in PushT policy family (pixel expert at --noise levels, random)")
-    parser.add_argument("--success", default="any", choices=("any", "final"))
-    parser.add_argument("--success-coverage", type=float, default=0.8,
+    parser.add_argument("--success", default="any", choices=("any", "final"),
+                        help="success at any step of a rollout or at its final frame")
+    parser.add_argument("--success-coverage", type=open_fraction, default=0.8,
                         help="success = goal coverage above this, in both simulators (gym-pusht's own bar is 0.95, "
                              "which the frame judge cannot read reliably at 64x64; at 0.8 it agrees with the env on "
                              "99.6%% of held-out frames: benchmarks/results/pusht_success_judge.md)")
-    parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--temperature", type=real_at_least(0.0), default=0.0,
+                        help="world-model sampling temperature (0: greedy)")
+    parser.add_argument("--seed", type=at_least(0), default=0, help="seed of the starts and the policies")
+    parser.add_argument("--threads", type=at_least(1), default=None, help="torch threads (None: torch's default)")
+    parser.add_argument("--out", type=output_dir, required=True, help="output folder (results.json, gifs/)")
     from rlvr_envs.core.device import add_device_argument
 
     add_device_argument(parser)  # last: recorded commands keep their order
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, check=check)
+
+
+def check(args: argparse.Namespace) -> None:
+    """What argparse types cannot see, before any model loads: the --policy specs, and that some policy runs."""
+    from rlvr_envs.policy_eval.policies import load_policy
+
+    for spec in args.policy:
+        load_policy(spec)  # a bad spec raises ValueError naming it
+    if not args.policy and not args.family:
+        raise ValueError("no policy to run: give --policy MODULE:NAME or keep --family")
 
 
 def real2sim_starts(episodes, count: int, lead: int, seed: int = 0) -> list[np.ndarray]:
@@ -79,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         mine = [load_policy(spec) for spec in args.policy]
     except ValueError as exc:
         raise SystemExit(f"rlvr-world policy-eval: error: {exc}") from None
-    family = pusht_policy_family([float(v) for v in args.noise.split(",")], seed=args.seed) if args.family else []
+    noise = args.noise if isinstance(args.noise, tuple) else number_list(0.0)(args.noise)  # a caller may pass text
+    family = pusht_policy_family(list(noise), seed=args.seed) if args.family else []
     policies = family + mine
     if not policies:
         raise SystemExit("rlvr-world policy-eval: error: no policy to run: give --policy MODULE:NAME or keep --family")
@@ -91,8 +111,6 @@ def run(args: argparse.Namespace) -> int:
     starts = real2sim_starts(episodes, args.starts, args.lead, args.seed)
     learned = LearnedPushTSim(args.model, args.tokenizer, temperature=args.temperature, reward="none", device=device)
     real = PushTChunkEnv(resolution=learned.resolution[0])
-    if not 0.0 < args.success_coverage < 1.0:
-        raise SystemExit(f"--success-coverage must be in (0, 1), got {args.success_coverage}")
     result = evaluate(policies, learned, real, starts, args.max_steps, args.success, record=1, progress=True,
                       success_coverage=args.success_coverage)
     out = Path(args.out)
@@ -107,11 +125,13 @@ def run(args: argparse.Namespace) -> int:
                        f"the same bar", "policies": result["policies"], "summary": result["summary"],
               "rollouts": [{k: v for k, v in vars(r).items() if k != "frames"} for r in result["rollouts"]]}
     out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(report, indent=2, default=float) + "\n")
+    (out / "results.json").write_text(json.dumps(strict_json(report), indent=2, default=float) + "\n")  # NaN: null
     print(f"{'policy':<20} {'learned':>8} {'real':>8} {'real env':>9}")
     for row in result["policies"]:
         print(f"{row['policy']:<20} {row['learned_success']:>8.2f} {row['real_success']:>8.2f} "
               f"{row['real_env_success']:>9.2f}")
     s = result["summary"]
     print(f"Pearson {s['pearson']:.3f}  MMRV {s['mmrv']:.3f}  (learned sim vs real, {len(starts)} starts)")
+    if s.get("pearson_undefined"):
+        print(f"Pearson is undefined: {s['pearson_undefined']}")
     return 0

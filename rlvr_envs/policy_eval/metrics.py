@@ -4,6 +4,7 @@ Both take the per-policy success rates as keyword-only `sim=` and `real=` (SIMPL
 README passes them in the wrong order; MMRV is not symmetric, so the order matters).
 
 * `pearson(sim=S, real=R)`: the Pearson correlation of S and R (higher is better).
+* `pearson_undefined_reason(sim=S, real=R)`: why the correlation is undefined, or None.
 * `mmrv(sim=S, real=R)`: Mean Maximum Rank Violation (Li et al., 2024, SIMPLER),
   (1/N) sum_i max_j |R_i - R_j| * 1[(S_i > S_j) != (R_i > R_j)]: for each policy, the
   largest real-success gap among the pairs the simulator ranks the wrong way round (lower
@@ -44,6 +45,19 @@ def pearson(*, sim: Sequence[float], real: Sequence[float]) -> float:
     if denominator == 0.0:
         return 1.0 if np.array_equal(s, r) else float("nan")
     return float((sc * rc).sum() / denominator)
+
+
+def pearson_undefined_reason(*, sim: Sequence[float], real: Sequence[float]) -> str | None:
+    """Why `pearson(sim=, real=)` is undefined (nan) for these rates, in words; None when it is defined."""
+    s, r = np.asarray(sim, dtype=np.float64).reshape(-1), np.asarray(real, dtype=np.float64).reshape(-1)
+    if s.size < 2:
+        return f"a correlation needs at least 2 policies, got {s.size}"
+    if np.array_equal(s, r):
+        return None
+    flat = [f"every policy has the same {side} success rate ({values[0]:.2f})"
+            for side, values in (("learned-simulator", s), ("real", r)) if np.ptp(values) == 0]
+    return " and ".join(flat) + ": no spread to correlate (more starts or more varied policies give one)" \
+        if flat else None
 
 
 def mmrv(*, sim: Sequence[float], real: Sequence[float]) -> float:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from rlvr_envs.policy_eval.metrics import mmrv, pearson
+from rlvr_envs.policy_eval.metrics import mmrv, pearson, pearson_undefined_reason
 from rlvr_envs.policy_eval.policies import Policy, as_policy
 from rlvr_envs.video.pusht.physics import SUCCESS_COVERAGE
 
@@ -101,6 +101,7 @@ def evaluate(policies: Sequence[Any], learned, real, starts: Sequence[np.ndarray
     env_rates = [row["real_env_success"] for row in rows]
     summary = {
         "pearson": pearson(sim=sim, real=real_rates) if len(rows) > 1 else float("nan"),
+        "pearson_undefined": pearson_undefined_reason(sim=sim, real=real_rates),
         "mmrv": mmrv(sim=sim, real=real_rates) if len(rows) > 1 else float("nan"),
         "pearson_vs_env_success": pearson(sim=sim, real=env_rates) if len(rows) > 1 else float("nan"),
         "mmrv_vs_env_success": mmrv(sim=sim, real=env_rates) if len(rows) > 1 else float("nan"),

@@ -7,6 +7,8 @@ A single action of shape (2,) is also accepted and held for the whole chunk (Pus
 action is a target position, so holding it is the natural meaning); that is counted.
 
 Bad actions, per `invalid_actions`:
+- not real numbers (None, bools, complex numbers, strings, ragged or masked arrays): always
+  rejected (`TypeError`, by `rlvr_envs.core.actions.real_array`, as every env checks);
 - wrong shape (neither (2,) nor (5, 2) nor (10,)): always rejected (`ValueError`);
 - ``"clip"`` (default): non-finite values are replaced by the previous target (the last
   value of the previous chunk, at the start the agent's position or the arena centre),
@@ -21,6 +23,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from rlvr_envs.core.actions import real_array
 from rlvr_envs.video.pusht.physics import ARENA_SIZE
 
 INVALID_ACTIONS = ("clip", "reject")
@@ -50,10 +53,7 @@ def sanitize_chunk(action, frame_skip: int, previous: np.ndarray, mode: str,
     """One chunk float64 [frame_skip, 2] from a policy's action, repaired or rejected (module doc)."""
     if mode not in INVALID_ACTIONS:
         raise ValueError(f"invalid_actions must be one of {INVALID_ACTIONS}, got {mode!r}")
-    try:
-        chunk = np.array(action, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError(f"the action must be numbers of shape (2,) or ({frame_skip}, 2); got {action!r}") from None
+    chunk = real_array(action, f"a PushT action chunk (shape (2,) or ({frame_skip}, 2))")
     held = chunk.shape == (2,)
     if held:
         chunk = np.tile(chunk, (frame_skip, 1))
@@ -84,7 +84,7 @@ def sanitize_chunk(action, frame_skip: int, previous: np.ndarray, mode: str,
 def as_chunk_batch(actions, frame_skip: int) -> np.ndarray:
     """Candidate action sequences float64 [N, H, frame_skip, 2] from [N, H, frame_skip, 2] or
     [N, H, 2] (held); values are clipped to the arena, non-finite values are rejected."""
-    actions = np.asarray(actions, dtype=np.float64)
+    actions = real_array(actions, "action sequences")
     if actions.ndim == 3 and actions.shape[-1] == 2:
         actions = np.repeat(actions[:, :, None, :], frame_skip, axis=2)
     if actions.ndim != 4 or actions.shape[2:] != (frame_skip, 2):

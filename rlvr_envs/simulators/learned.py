@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlvr_envs.core.actions import real_array
 from rlvr_envs.simulators.actions import ActionCounts, action_space, as_chunk_batch, sanitize_chunk
 from rlvr_envs.video.pusht.physics import ARENA_SIZE, SUCCESS_COVERAGE
 
@@ -28,13 +28,6 @@ class SimContext:
 
     def copy(self) -> "SimContext":
         return SimContext(self.codes.copy(), self.action_tokens.copy(), self.last_target.copy())
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return {}
 
 
 def check_world_model_layout(model_config: dict[str, Any], card: dict[str, Any], vocab, layout, model_name: str,
@@ -135,7 +128,8 @@ class LearnedPushTSim(gym.Env):
         from rlvr_envs.video.layout import SingleStepLayout, VideoVocabulary
         from rlvr_envs.video.sources import pusht_action_bins
         from rlvr_envs.video.task import default_tokenizer_dir, shipped_world_model_dir
-        from rlvr_envs.video.world_model import load_world_model
+        from rlvr_envs.core.files import check_checkpoint_dir, read_json
+        from rlvr_envs.video.world_model import WORLD_MODEL_REMEDY, load_world_model
 
         if reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {reward!r}")
@@ -163,14 +157,16 @@ class LearnedPushTSim(gym.Env):
         if model is None or isinstance(model, (str, Path)):
             directory = Path(model or shipped_world_model_dir("single"))
             self.model_name = str(directory)
-            raw = _read_json(directory / "config.json")
-            if not raw:
+            if not (directory / "config.json").is_file():
                 raise FileNotFoundError(f"no world model at {directory} (expected a save_pretrained directory with "
                                         "config.json)")
-            check_world_model_layout(raw, _read_json(directory / "card.json"), self.vocab, self.layout,
-                                     self.model_name, self.tokenizer_name)
+            check_checkpoint_dir(directory, "the world model", WORLD_MODEL_REMEDY)  # config, card, weights whole
+            card_path = directory / "card.json"
+            card = read_json(card_path, "the world model's card") if card_path.is_file() else {}
+            check_world_model_layout(read_json(directory / "config.json", "the world model's config"), card,
+                                     self.vocab, self.layout, self.model_name, self.tokenizer_name)
             self.model = load_world_model(str(directory), device=device)
-            self.card = _read_json(directory / "card.json")
+            self.card = self.model.card
         else:
             self.model, self.model_name, self.card = model, f"<{type(model).__name__} object>", {}
             check_world_model_layout(model.config.to_dict(), {}, self.vocab, self.layout, self.model_name,
@@ -184,6 +180,12 @@ class LearnedPushTSim(gym.Env):
         self._steps = 0
         self.counts = ActionCounts()
         self._reset_env = None
+
+    # -- copies: the real PushT env (pymunk's C objects) is rebuilt on demand, never copied ----
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_reset_env"], state["_reset_done"] = None, False
+        return state
 
     # -- starts ------------------------------------------------------------------------------
     def _real_env(self):
@@ -220,7 +222,7 @@ class LearnedPushTSim(gym.Env):
         n = len(frames)
         if n < 1:
             raise ValueError("a start needs at least one frame")
-        chunks = np.zeros((0, self.frame_skip, 2)) if actions is None else np.asarray(actions, dtype=np.float64)
+        chunks = np.zeros((0, self.frame_skip, 2)) if actions is None else real_array(actions, "start actions")
         chunks = chunks.reshape(-1, self.frame_skip, 2) if chunks.size else np.zeros((0, self.frame_skip, 2))
         if len(chunks) != n - 1:
             raise ValueError(f"{n} start frames need {n - 1} action chunks between them; got {len(chunks)}")

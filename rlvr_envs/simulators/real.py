@@ -68,21 +68,33 @@ class PushTChunkEnv(gym.Env):
 
     def __init__(self, resolution: int = 64, frame_skip: int = 5, max_steps: int = 60,
                  invalid_actions: str = "clip", render_mode: str | None = None):
-        from rlvr_envs.video.pusht import make_env
-
         sanitize_chunk(np.zeros(2), frame_skip, np.zeros(2), invalid_actions)
         self.resolution, self.frame_skip, self.max_steps = int(resolution), int(frame_skip), int(max_steps)
         self.invalid_actions, self.render_mode = invalid_actions, render_mode
-        self.env = make_env(self.resolution, 10_000, render=True)
-        self.physics_env = make_env(self.resolution, 10_000, render=False)
-        self.env.reset(seed=0)
-        self.physics_env.reset(seed=0)
+        self._build_envs()
         self.action_space = action_space(frame_skip)
         self.observation_space = gym.spaces.Box(0, 255, shape=(self.resolution, self.resolution, 3), dtype=np.uint8)
         self.physics: np.ndarray | None = None
         self._frame: np.ndarray | None = None
         self._steps = 0
         self.counts = ActionCounts()
+
+    def _build_envs(self) -> None:
+        from rlvr_envs.video.pusht import make_env
+
+        self.env = make_env(self.resolution, 10_000, render=True)
+        self.physics_env = make_env(self.resolution, 10_000, render=False)
+        self.env.reset(seed=0)
+        self.physics_env.reset(seed=0)
+
+    # copies rebuild the gym-pusht envs (pymunk's C objects cannot be copied); every step restores
+    # the exact physics state first, so a rebuilt env continues exactly
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in ("env", "physics_env")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._build_envs()
 
     def render_physics(self, physics) -> np.ndarray:
         from rlvr_envs.video.pusht import render_frame, restore_physics_state

@@ -33,8 +33,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from rlvr_envs.core.arguments import output_dir
 from rlvr_envs.core.errors import DataError, DownloadError
-from rlvr_envs.core.files import read_json
+from rlvr_envs.core.files import loads_json, read_json
 from rlvr_envs.core.paths import data_root
 
 ROW_KEYS = ("current_state", "action_state", "tick_state", "current_score_state", "next_score_state", "game",
@@ -163,10 +164,8 @@ def _parse_line(raw: bytes, where: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise DataError(f"{where}: not UTF-8 text (byte {raw[exc.start:exc.start + 1]!r} at offset {exc.start}); "
                         f"the file is damaged, re-download it") from None
-    try:
-        row = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{where}: corrupt JSON line (column {exc.colno}: {exc.msg})") from None
+    row = loads_json(line, where, "the JSON line", "the file is damaged, re-download it "
+                     "(`rlvr-world data bytesized32`)")
     return _check_row(row, where)
 
 
@@ -259,7 +258,8 @@ def load_rules(data_dir: str | os.PathLike | None) -> dict[str, dict[str, str]]:
 # -- download command -------------------------------------------------------------------
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", default=None, help="data root (default: $RLVR_WORLD_DATA or ~/.cache/rlvr_world)")
+    parser.add_argument("--data-dir", type=output_dir, default=None,
+                        help="data root (None: $RLVR_WORLD_DATA or ~/.cache/rlvr_world)")
     parser.add_argument("--no-train", action="store_true", help="skip the large train split")
     parser.add_argument("--source", default=SOURCE, help="base URL of a mirror with the same layout")
 

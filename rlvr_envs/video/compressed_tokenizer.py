@@ -377,7 +377,9 @@ class CompressedTokenizer(nn.Module):
     def card(directory: str | Path) -> dict[str, Any]:
         """The model card saved with a checkpoint (data, command, steps, metrics), {} if none."""
         path = Path(directory) / CARD_NAME
-        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        from rlvr_envs.core.files import read_json
+
+        return read_json(path, "the compressed tokenizer's card") if path.is_file() else {}
 
 
 def is_compressed_tokenizer(directory: str | Path) -> bool:

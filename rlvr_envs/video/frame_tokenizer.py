@@ -262,4 +262,7 @@ class FrameTokenizer(nn.Module):
     @staticmethod
     def card(directory: str | Path) -> dict[str, Any]:
         """The model card saved with a checkpoint (data, command, steps, metrics)."""
-        return json.loads((Path(directory) / CONFIG_NAME).read_text(encoding="utf-8")).get("card", {})
+        from rlvr_envs.core.files import read_json
+
+        raw = read_json(Path(directory) / CONFIG_NAME, "the frame tokenizer's config")
+        return raw.get("card", {}) if isinstance(raw, dict) else {}

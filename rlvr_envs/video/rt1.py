@@ -52,6 +52,7 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from rlvr_envs.core.arguments import at_least, output_dir
 from rlvr_envs.core.errors import DataError
 from rlvr_envs.core.files import OutputLock, atomic_writer, read_json, remove_stale_temporaries, write_json_atomic
 from rlvr_envs.video._files import episode_number, episode_paths, read_npz
@@ -603,12 +604,12 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--convert", action="store_true",
                         help="convert RLDS TFRecord shards to per-episode npz (the default; kept for compatibility)")
     parser.add_argument("--src", required=True, help="directory with fractal20220817_data-*.tfrecord-* shards")
-    parser.add_argument("--out", required=True, help="output directory (resumable)")
+    parser.add_argument("--out", type=output_dir, required=True, help="output directory (resumable)")
     parser.add_argument("--on-error", choices=("raise", "skip"), default="raise",
                         help="stop at the first bad episode (default) or skip, count and report it")
-    parser.add_argument("--expected-episodes", type=int, default=None,
+    parser.add_argument("--expected-episodes", type=at_least(1), default=None,
                         help="verify the total (87212 for the full fractal20220817_data)")
-    parser.add_argument("--no-progress", action="store_true")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def run_data_command(args: argparse.Namespace) -> int:

@@ -213,15 +213,13 @@ def _lpips_or_explain(config: VideoTaskConfig):
     from rlvr_envs.video import metrics
 
     try:
+        # torchvision fetches the trunk into its own cache where the network allows (once per machine)
         return metrics.load_lpips(config.lpips_net, device=resolve_device(config.device),
-                                  random_backbone_seed=config.lpips_random_backbone_seed,
-                                  allow_download=False)
+                                  random_backbone_seed=config.lpips_random_backbone_seed)
     except metrics.LPIPSWeightsUnavailable as exc:
         raise metrics.LPIPSWeightsUnavailable(
-            f"reward='l1_lpips' needs the real LPIPS trunk ({config.lpips_net}): {exc}. Put the torchvision "
-            f"weights at {metrics.trunk_checkpoint_path(config.lpips_net)}, or use reward='mae' (the paper's "
-            f"MAE-only setting), or opt into a random trunk with lpips_random_backbone_seed=0 (tests only)"
-        ) from None
+            f"reward='l1_lpips' needs the real LPIPS trunk: {str(exc).rstrip('.')}; or use reward='mae' (the "
+            f"paper's MAE-only setting)") from None
 
 
 class VideoPredictionTask(Task):
@@ -651,19 +649,17 @@ def check_world_model_dir(directory: str | Path, task: "VideoPredictionTask") ->
     """Fail, naming the checkpoint and the tokenizer, when the world model at `directory`
     (its `config.json` only; no weights are read) cannot serve `task`: another vocabulary
     (size or bos/eos/pad ids) or too few positions for prompt + response."""
-    import json
+    from rlvr_envs.core.errors import DataError
+    from rlvr_envs.core.files import read_json
+    from rlvr_envs.video.world_model import WORLD_MODEL_REMEDY
 
     path = Path(directory) / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"no world model at {directory} (expected a save_pretrained directory with "
                                 f"config.json): pass model= {MODEL_HINT}")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        raw["vocab_size"]
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        from rlvr_envs.core.errors import DataError
-
-        raise DataError(f"{path}: not a world model config ({type(exc).__name__}: {exc})") from None
+    raw = read_json(path, "the world model's config", WORLD_MODEL_REMEDY)
+    if not isinstance(raw, dict) or "vocab_size" not in raw:
+        raise DataError(f"{path}: not a world model config (no vocab_size); {WORLD_MODEL_REMEDY}")
     from rlvr_envs.video.world_model import check_world_model_config
 
     check_world_model_config(raw, task.vocab, task.layout, f"the world model at {directory}",
@@ -673,8 +669,6 @@ def check_world_model_dir(directory: str | Path, task: "VideoPredictionTask") ->
 def shipped_world_model(task: "VideoPredictionTask", directory: str | None = None):
     """The world model at `directory`, else the task's `model=`, else (PushT) the shipped MLE
     model for its layout, checked against the task's vocabulary; its model card is `model.card`."""
-    import json
-
     from rlvr_envs.video.world_model import load_world_model
 
     directory = directory or task.config.model
@@ -688,20 +682,29 @@ def shipped_world_model(task: "VideoPredictionTask", directory: str | None = Non
         directory = shipped_world_model_dir(task.config.layout)
     directory = Path(directory)
     check_world_model_dir(directory, task)
-    model = load_world_model(str(directory), task.vocab, device=str(getattr(task, "device", "cpu")))
-    card = directory / "card.json"
-    model.card = json.loads(card.read_text(encoding="utf-8")) if card.is_file() else {}
-    return model
+    # its card is model.card
+    return load_world_model(str(directory), task.vocab, device=str(getattr(task, "device", "cpu")))
 
 
-def embedded_heldout_dir(episodes: int, resolution: int, seed: int = 10_000) -> str:
+#: the seed of the embedded held-out PushT set; no training set uses it
+HELD_OUT_EPISODES_SEED = 10_000
+
+
+def embedded_heldout_dir(episodes: int, resolution: int) -> str:
     """The deterministic held-out PushT set: `episodes` episodes recorded from the real
-    simulator with a seed no training set uses, generated on first use and cached under
-    the data root (`$RLVR_WORLD_DATA`, default ~/.cache/rlvr_world)."""
+    simulator with a seed no training set uses (`pusht_episodes_dir`)."""
+    return pusht_episodes_dir(episodes, resolution, HELD_OUT_EPISODES_SEED)
+
+
+def pusht_episodes_dir(episodes: int, resolution: int, seed: int) -> str:
+    """`episodes` PushT episodes recorded from the real simulator with `seed`, generated on
+    first use and cached under the data root (`$RLVR_WORLD_DATA`, default ~/.cache/rlvr_world):
+    the held-out set, or training episodes generated once (another seed)."""
     from rlvr_envs.core.paths import data_root
     from rlvr_envs.video import pusht
 
-    folder = data_root() / f"pusht-heldout-r{resolution}-s{seed}-n{episodes}"
+    kind = "heldout" if seed == HELD_OUT_EPISODES_SEED else "train"
+    folder = data_root() / f"pusht-{kind}-r{resolution}-s{seed}-n{episodes}"
     if not (folder / "summary.json").is_file():  # generated once; resumable if interrupted
         config = pusht.PushTGenerationConfig(episodes=episodes, resolution=resolution, seed=seed)
         pusht.generate_dataset(config, folder, workers=1, progress=False)

@@ -10,6 +10,7 @@ per action, so the model never has to (and never can) write an action.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -118,6 +119,37 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
     prompts = prompts.to(device)
     out = model(input_ids=prompts, use_cache=use_cache)
     past, logits = _kv_cache(out), out.logits[:, -1]
+    with decode_threads(batch if use_cache and device.type == "cpu" else None):
+        return _decode(model, prompts, layout, actions, forced, past, logits, temperature, top_k, generator,
+                       use_cache)
+
+
+#: on CPU, cached decoding of fewer sequences than this runs on one thread (see `decode_threads`)
+SMALL_DECODE_BATCH = 8
+
+
+@contextlib.contextmanager
+def decode_threads(batch: int | None):
+    """One intra-op thread while decoding a small batch on CPU: each forward then holds a handful
+    of tokens, too little work to split, and the threads' synchronisation dominates. Profiled on
+    the PushT learned simulator (batch 1, 4-layer model, 2 cores shared with other jobs): on 2
+    threads most of a step went to tiny `torch.cat`s and attention calls waiting for a
+    descheduled thread; benchmarks/results/learned_sim_step.md times both paths."""
+    if batch is None or batch >= SMALL_DECODE_BATCH or torch.get_num_threads() == 1:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _decode(model, prompts, layout, actions, forced, past, logits, temperature, top_k, generator,
+            use_cache) -> np.ndarray:
+    """The response positions after the prompt's forward: sampled frame codes, forced actions."""
+    batch, device = prompts.shape[0], logits.device
     response = torch.empty((batch, layout.response_len), dtype=torch.long, device=device)
     position, action_used = 0, 0
     while position < layout.response_len:
@@ -144,17 +176,27 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
     return response.cpu().numpy()
 
 
+#: what to do about a damaged world-model checkpoint (named in every error about one)
+WORLD_MODEL_REMEDY = ("copy the directory again from where it came from, or retrain it "
+                      "(`python -m trainers.train_video_world_model`)")
+
+
 def load_world_model(directory: str, vocab: VideoVocabulary | None = None, device: str = "cpu"):
     """A saved world model (`save_pretrained` directory) in float32, checked against `vocab`."""
     from pathlib import Path
 
     from transformers import LlamaForCausalLM
 
+    from rlvr_envs.core.files import check_checkpoint_dir, read_json
+
     if not (Path(directory) / "config.json").is_file():
         raise FileNotFoundError(f"no world model at {directory} (expected a save_pretrained directory)")
+    check_checkpoint_dir(directory, "the world model", WORLD_MODEL_REMEDY)
     model = LlamaForCausalLM.from_pretrained(directory, torch_dtype=torch.float32).to(device).eval()
     if vocab is not None:
         check_world_model_config(model.config, vocab, model_name=f"the world model at {directory}")
+    card = Path(directory) / "card.json"
+    model.card = read_json(card, "the world model's card", WORLD_MODEL_REMEDY) if card.is_file() else {}
     return model
 
 

@@ -44,7 +44,6 @@ import argparse
 import ast
 import dataclasses
 import hashlib
-import json
 import os
 import re
 import warnings
@@ -53,8 +52,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rlvr_envs.core.arguments import output_dir
 from rlvr_envs.core.errors import DataError, DownloadError
-from rlvr_envs.core.files import read_json
+from rlvr_envs.core.files import loads_json, read_json
 from rlvr_envs.core.paths import data_root
 
 SUBDIR = "wma"
@@ -204,11 +204,9 @@ def _raw_rows(path: Path) -> Iterator[tuple[str, Any]]:
                 if not line.strip():
                     continue
                 try:
-                    yield where, json.loads(line)
-                except json.JSONDecodeError as exc:
-                    yield where, DataError(f"{where}: corrupt JSON ({exc.msg} at column {exc.colno})")
-                except RecursionError:
-                    yield where, DataError(f"{where}: corrupt JSON (nested too deeply)")
+                    yield where, loads_json(line, where, "the JSON line")
+                except DataError as exc:
+                    yield where, exc
     else:
         data = read_json(path, "the WMA records file", "WMA files are UTF-8 JSON: re-export or re-download it")
         if isinstance(data, dict) and isinstance(data.get("data"), list):
@@ -398,8 +396,9 @@ def availability(data_dir: str | os.PathLike | None = None) -> tuple[bool, str]:
 # -- download command -----------------------------------------------------------------------
 
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-dir", default=None, help="data root (default: $RLVR_WORLD_DATA or ~/.cache/rlvr_world)")
-    parser.add_argument("--repo", default=DEFAULT_REPO, help=f"Hugging Face dataset id (default {DEFAULT_REPO})")
+    parser.add_argument("--data-dir", type=output_dir, default=None,
+                        help="data root (None: $RLVR_WORLD_DATA or ~/.cache/rlvr_world)")
+    parser.add_argument("--repo", default=DEFAULT_REPO, help="Hugging Face dataset id")
     parser.add_argument("--revision", default=None, help="dataset revision (branch, tag or commit)")
 
 

@@ -54,6 +54,39 @@ def trunk_checkpoint_path(net: str) -> Path:
     return Path(torch.hub.get_dir()) / "checkpoints" / trunk_url(net).rsplit("/", 1)[-1]
 
 
+def weights_hint(net: str) -> str:
+    """What to do when the trunk of `net` is missing: the one command, and where its file goes."""
+    checkpoint = trunk_checkpoint_path(net)
+    return (f"LPIPS(net={net!r}) needs torchvision's ImageNet trunk weights at {checkpoint}, and they are not "
+            f"there: run `rlvr-world data lpips --net {net}` where the network allows (torchvision downloads "
+            f"{_trunk_weights(net).url} into that cache), or on another machine and copy the file to that path "
+            "($TORCH_HOME moves the cache); offline tests may pass a random trunk (random_backbone_seed=0, values not "
+            "comparable to published LPIPS)")
+
+
+def add_data_arguments(parser) -> None:
+    """Arguments of `rlvr-world data lpips`."""
+    parser.add_argument("--net", choices=(*LPIPS_NETS, "all"), default=DEFAULT_LPIPS_NET,
+                        help="which LPIPS trunk to fetch (vgg: the reference code's; alex: the lpips default)")
+
+
+def run_data_command(args) -> int:
+    """Fetch the LPIPS trunk(s) through torchvision's own downloader into its cache (checksummed)."""
+    from rlvr_envs.core.errors import DownloadError
+
+    for net in LPIPS_NETS if args.net == "all" else (args.net,):
+        checkpoint = trunk_checkpoint_path(net)
+        if not checkpoint.is_file():
+            try:
+                _trunk_weights(net).get_state_dict(progress=True, check_hash=True)
+            except (OSError, RuntimeError) as error:  # URLError is an OSError; a bad hash a RuntimeError
+                first = (str(error).splitlines() or [type(error).__name__])[0]
+                raise DownloadError(f"could not download {_trunk_weights(net).url} ({first}): fetch it on a machine "
+                                    f"with network access (same command) and copy it to {checkpoint}") from None
+        print(f"LPIPS {net} trunk: {checkpoint} ({checkpoint.stat().st_size / 2**20:.0f} MiB)")
+    return 0
+
+
 def backbone_label(random_backbone_seed: int | None) -> str:
     """"pretrained" or "random(seed=N)": the tag every LPIPS result carries."""
     return PRETRAINED if random_backbone_seed is None else f"random(seed={random_backbone_seed})"
@@ -175,20 +208,14 @@ def _build_network(config: LPIPSConfig) -> torch.nn.Module:
                 torch.manual_seed(config.random_backbone_seed)
                 return lpips.LPIPS(net=config.net, pnet_rand=True, verbose=False)
         checkpoint = trunk_checkpoint_path(config.net)
-        how_to_get = (
-            f"LPIPS(net={config.net!r}) needs torchvision's ImageNet trunk weights at {checkpoint}. "
-            f"Download {_trunk_weights(config.net).url} to that path (or run "
-            f"`python -c \"import torchvision; torchvision.models.{'vgg16' if config.net == 'vgg' else 'alexnet'}"
-            f"(weights='IMAGENET1K_V1')\"` on a machine with network access and copy the file; $TORCH_HOME "
-            "moves the cache). For offline tests only, pass random_backbone_seed=<int> to use a seeded "
-            "random trunk (values are then not comparable to published LPIPS)."
-        )
+        how_to_get = weights_hint(config.net)
         if not checkpoint.is_file() and not config.allow_download:
             raise LPIPSWeightsUnavailable(how_to_get)
         try:
             return lpips.LPIPS(net=config.net, pnet_rand=False, verbose=False)
         except (OSError, RuntimeError, ValueError) as error:  # URLError is an OSError
-            raise LPIPSWeightsUnavailable(f"{how_to_get} (loading failed: {error})") from error
+            first = (str(error).splitlines() or [type(error).__name__])[0]
+            raise LPIPSWeightsUnavailable(f"{how_to_get} (the download failed: {first})") from None
 
 
 _MODELS: dict[tuple[str, str, str], LPIPSModel] = {}

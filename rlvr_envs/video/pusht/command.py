@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rlvr_envs.core.arguments import at_least, output_dir
 from rlvr_envs.core.errors import DataError
 from rlvr_envs.core.files import OutputLock, remove_stale_temporaries, write_json_atomic
 from rlvr_envs.core.workers import ORPHANED_EXIT, orphaned, run_parallel
@@ -167,15 +168,16 @@ def _policy_weights(text: str) -> dict[str, float]:
 def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `rlvr-world data pusht`."""
     defaults = PushTGenerationConfig()
-    parser.add_argument("--episodes", type=int, default=defaults.episodes, help="number of episodes")
-    parser.add_argument("--out", required=True, help="output directory (resumable)")
-    parser.add_argument("--resolution", type=int, default=defaults.resolution, help="frame size in pixels")
-    parser.add_argument("--seed", type=int, default=defaults.seed)
-    parser.add_argument("--max-steps", type=int, default=defaults.max_steps)
+    parser.add_argument("--episodes", type=at_least(1), default=defaults.episodes, help="number of episodes")
+    parser.add_argument("--out", type=output_dir, required=True, help="output directory (resumable)")
+    parser.add_argument("--resolution", type=at_least(8), default=defaults.resolution, help="frame size in pixels")
+    parser.add_argument("--seed", type=at_least(0), default=defaults.seed, help="seed of the first episode")
+    parser.add_argument("--max-steps", type=at_least(1), default=defaults.max_steps,
+                        help="simulator steps per episode at most")
     parser.add_argument("--policy-weights", type=_policy_weights, default=defaults.policy_weights,
-                        help="share of episodes per policy, e.g. expert=0.4,random=0.1,replay=0.1,cem=0.4 (default: "
-                             + ",".join(f"{k}={v:g}" for k, v in defaults.policy_weights.items()) + ")")
-    parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1), help="processes")
+                        help="share of episodes per policy, e.g. " + ",".join(
+                            f"{k}={v:g}" for k, v in defaults.policy_weights.items()))
+    parser.add_argument("--workers", type=at_least(1), default=min(2, os.cpu_count() or 1), help="processes")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 

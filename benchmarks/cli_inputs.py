@@ -1,0 +1,157 @@
+"""Bad command-line values, each run as a user would: every one must end in argparse's one-line
+error with exit code 2, before any work, never in a traceback or an accepted run.
+
+    python -m benchmarks.cli_inputs        # -> benchmarks/results/cli_inputs.{json,md}
+
+The catalogue (`cases`) is the one the test suite asserts (tests/test_cli_inputs.py runs it
+in-process); here each case runs in a fresh `python -m ...` process, timed, with a bound
+(`BOUND_S`) past which the value counts as accepted (the command started working).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rlvr_envs.core.records import RunRecord, note
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+BOUND_S = 90.0  #: a bad value still running after this long was accepted (work started)
+
+
+def cases(scratch: Path) -> dict[str, list[str]]:
+    """Case name -> argv after `python -m` (the module first). `scratch` holds `a_file` (an
+    existing file) and is itself a folder that exists."""
+    a_file = str(scratch / "a_file")
+    out = str(scratch / "out")
+    cli = ["rlvr_envs.cli"]
+    return {
+        "plan --episodes -1": [*cli, "plan", "--episodes", "-1", "--out", out],
+        "plan --samples 0": [*cli, "plan", "--samples", "0", "--out", out],
+        "plan --top-k above --samples": [*cli, "plan", "--samples", "4", "--top-k", "10", "--out", out],
+        "plan --planners nope": [*cli, "plan", "--planners", "base,nope", "--out", out],
+        "plan rlvr planner without --rlvr-model": [*cli, "plan", "--planners", "rlvr", "--out", out],
+        "plan --init-std nan": [*cli, "plan", "--init-std", "nan", "--out", out],
+        "plan --threads 0": [*cli, "plan", "--threads", "0", "--out", out],
+        "plan --out an existing file": [*cli, "plan", "--out", a_file],
+        "plan --base-model a missing folder": [*cli, "plan", "--base-model", str(scratch / "missing"), "--out", out],
+        "policy-eval --starts -1": [*cli, "policy-eval", "--starts", "-1", "--out", out],
+        "policy-eval --noise abc": [*cli, "policy-eval", "--noise", "abc", "--out", out],
+        "policy-eval --noise -5": [*cli, "policy-eval", "--noise", "0,-5", "--out", out],
+        "policy-eval --temperature -1": [*cli, "policy-eval", "--temperature", "-1", "--out", out],
+        "policy-eval --success-coverage 2": [*cli, "policy-eval", "--success-coverage", "2", "--out", out],
+        "policy-eval --max-steps 0": [*cli, "policy-eval", "--max-steps", "0", "--out", out],
+        "policy-eval --out an existing file": [*cli, "policy-eval", "--out", a_file],
+        "policy-eval --data a file": [*cli, "policy-eval", "--data", a_file, "--out", out],
+        "demo --threads -1": [*cli, "demo", "--threads", "-1", "--out", out],
+        "demo --grpo-minutes -1": [*cli, "demo", "--grpo-minutes", "-1", "--out", out],
+        "demo --grpo-steps 0": [*cli, "demo", "--grpo-steps", "0", "--out", out],
+        "demo --domain video": [*cli, "demo", "--domain", "video", "--out", out],
+        "demo --out an existing file": [*cli, "demo", "--out", a_file],
+        "episode on a learned simulator": [*cli, "episode", "RLVRWorld/PushT-LearnedSim-v0"],
+        "episode unknown id": [*cli, "episode", "RLVRWorld/NoSuchTask-v0"],
+        "episode --index -1": [*cli, "episode", "--index", "-1"],
+        "episode --index past the end": [*cli, "episode", "--index", "1000000"],
+        "episode --data-dir a file": [*cli, "episode", "RLVRWorld/TextGame-v0", "--data-dir", a_file],
+        "episode --env-kwargs not JSON": [*cli, "episode", "--env-kwargs", "{reward: mae"],
+        "episode --env-kwargs unknown key": [*cli, "episode", "--env-kwargs", "rewrd=task"],
+        "episode --env-kwargs bad value": [*cli, "episode", "--env-kwargs", "reward=xyz"],
+        "list --data-dir a file": [*cli, "list", "--data-dir", a_file],
+        "data pusht --workers 0": [*cli, "data", "pusht", "--workers", "0", "--out", out],
+        "data pusht --workers -3": [*cli, "data", "pusht", "--workers", "-3", "--out", out],
+        "data pusht --episodes 0": [*cli, "data", "pusht", "--episodes", "0", "--out", out],
+        "data pusht --out an existing file": [*cli, "data", "pusht", "--out", a_file],
+        "data rt1 --expected-episodes 0": [*cli, "data", "rt1", "--src", str(scratch), "--expected-episodes", "0",
+                                           "--out", out],
+        "trainers.grpo --model /nonexistent": ["trainers.grpo", "--env-id", "RLVRWorld/MiniTextWorld-v0",
+                                               "--model", "/nonexistent", "--out", out],
+        "trainers.grpo --group-size 1": ["trainers.grpo", "--group-size", "1", "--out", out],
+        "trainers.grpo --steps abc": ["trainers.grpo", "--steps", "abc", "--out", out],
+        "trainers.sft --model /nonexistent": ["trainers.sft", "--model", "/nonexistent", "--out", out],
+        "trainers.sft --steps -1": ["trainers.sft", "--from-scratch", "--steps", "-1", "--out", out],
+        "trainers.grpo --out an existing file": ["trainers.grpo", "--out", a_file],
+    }
+
+
+def scratch_dir() -> Path:
+    scratch = Path(tempfile.mkdtemp(prefix="rlvr_cli_inputs_"))
+    (scratch / "a_file").write_text("not a folder\n")
+    return scratch
+
+
+def judge(returncode: int | None, stderr: str, seconds: float) -> dict:
+    """What a case did: `refused` (exit 2, no traceback, an `error:` line), or why not."""
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    error = next((line for line in reversed(lines) if "error:" in line), lines[-1] if lines else "")
+    traceback = "Traceback (most recent call last)" in stderr
+    accepted = returncode is None or returncode == 0
+    outcome = ("traceback" if traceback else "accepted" if accepted else
+               "refused" if returncode == 2 and "error:" in error else f"exit {returncode}")
+    return {"outcome": outcome, "returncode": returncode, "traceback": traceback, "accepted": accepted,
+            "seconds": round(seconds, 2), "error": error.strip()}
+
+
+def run_case(argv: list[str]) -> dict:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    started = time.perf_counter()
+    try:
+        done = subprocess.run([sys.executable, "-m", *argv], cwd=REPO, env=env, capture_output=True, text=True,
+                              timeout=BOUND_S)
+    except subprocess.TimeoutExpired as expired:
+        stderr = expired.stderr.decode() if isinstance(expired.stderr, bytes) else (expired.stderr or "")
+        return judge(None, stderr, time.perf_counter() - started)
+    return judge(done.returncode, done.stderr, time.perf_counter() - started)
+
+
+def markdown(result: dict) -> str:
+    counts = result["counts"]
+    lines = ["# Bad command-line values", "", f"Measured by `{result['command']}`; {result['note']}.", "",
+             f"**{counts['cases']} bad values: {counts['refused']} refused with exit code 2 and a one-line error, "
+             f"{counts['tracebacks']} tracebacks, {counts['accepted']} accepted.** Each case runs in a fresh "
+             f"process (`python -m ...`); seconds include Python's start and the command's imports.", "",
+             "| case | outcome | exit | s | message |", "|---|---|---:|---:|---|"]
+    for name, row in result["cases"].items():
+        message = row["error"].replace("|", "/")
+        message = message if len(message) <= 110 else message[:107] + "..."
+        lines.append(f"| `{name}` | {row['outcome']} | {row['returncode']} | {row['seconds']:.1f} | {message} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--out", default=str(RESULTS / "cli_inputs"), help="results path without suffix")
+    parser.add_argument("--only", default="", help="run only the cases whose name contains this text")
+    args = parser.parse_args(argv)
+    record = RunRecord("python -m benchmarks.cli_inputs", args, threads=1)
+    scratch = scratch_dir()
+    rows = {}
+    for name, case in cases(scratch).items():
+        if args.only in name:
+            rows[name] = {"argv": ["python", "-m", *[a.replace(str(scratch), "SCRATCH") for a in case]],
+                          **run_case(case)}
+            print(f"{rows[name]['outcome']:>9}  {rows[name]['seconds']:5.1f} s  {name}: {rows[name]['error']}")
+    run = record.finish()
+    result = {"command": "python -m benchmarks.cli_inputs" + (f" --only {args.only}" if args.only else ""),
+              "run": run, "note": note(run),
+              "counts": {"cases": len(rows), "refused": sum(r["outcome"] == "refused" for r in rows.values()),
+                         "tracebacks": sum(r["traceback"] for r in rows.values()),
+                         "accepted": sum(r["accepted"] for r in rows.values())},
+              "cases": rows}
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
+    out.with_suffix(".md").write_text(markdown(result))
+    print(markdown(result))
+    return 0 if result["counts"]["refused"] == len(rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
