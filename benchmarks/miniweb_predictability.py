@@ -32,15 +32,11 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import os
-import platform
 import random
 import sys
-import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-RESULTS = Path(__file__).parent / "results"
 KINDS = ("click", "type", "search", "hover", "scroll", "go_back")
 #: the action kinds the issue asks to be determined (>= GOAL of their gold lines)
 DETERMINISTIC = ("click", "type", "hover", "go_back")
@@ -185,23 +181,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--reruns", type=int, default=2)
     parser.add_argument("--simulator", default=None, help="audit this version of rlvr_envs/web/mini_web.py instead")
-    parser.add_argument("--out", default=str(RESULTS / "miniweb_predictability"))
+    parser.add_argument("--out", default="benchmarks/results/miniweb_predictability")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if args.transitions < 1 or args.reruns < 1:
         raise SystemExit("--transitions and --reruns must be positive")
-    start, load_before = time.time(), [round(v, 2) for v in os.getloadavg()]
+    from rlvr_envs.core.records import RunRecord
+
+    record = RunRecord("python -m benchmarks.miniweb_predictability", args, threads=1)
     kinds = audit(args.transitions, args.seed, args.reruns, load_simulator(args.simulator))
+    run = record.finish()
     goal_met = (all(kinds[k]["determined"] >= GOAL for k in DETERMINISTIC if k in kinds and kinds[k]["gold_lines"])
                 and kinds.get("search", {}).get("search_by_rule", 0) == 1.0)
-    result = {"command": "python -m benchmarks.miniweb_predictability " + " ".join(argv),
-              "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
-                         f"{platform.python_version()}",
-              "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(start)),
-              "seconds": round(time.time() - start, 1), "transitions": args.transitions, "seed": args.seed,
-              "load_average": {"before": load_before, "after": [round(v, 2) for v in os.getloadavg()]},
-              "reruns": args.reruns, "simulator": args.simulator or "rlvr_envs/web/mini_web.py", "goal": GOAL,
-              "goal_met": goal_met, "kinds": kinds}
+    result = {"command": run["command"], "machine": run["machine"], "date": run["start"], "run": run,
+              "transitions": args.transitions, "seed": args.seed, "reruns": args.reruns,
+              "simulator": args.simulator or "rlvr_envs/web/mini_web.py", "goal": GOAL, "goal_met": goal_met,
+              "kinds": kinds}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write(out, result)
