@@ -955,6 +955,27 @@ def _web_agent(files: list[dict]) -> str:
                      rows) + _web_agent_verdict(d))
 
 
+def _miniweb_predictability(files: list[dict]) -> str:
+    """Issue 34's audit: per action kind, the share of gold lines every re-run reproduces (the
+    site's rules decide them), beside the same audit of the MiniWeb before one site per seed."""
+    d = files[0]
+    before = next((f for f in files[1:] if f["_file"].endswith("_before.json")), None)
+    rows = []
+    for kind, k in d["kinds"].items():
+        was = before["kinds"].get(kind, {}).get("determined") if before else None
+        rows.append([kind, str(k["transitions"]), f"{k['gold_lines']:,}", f"{k['determined']:.3f}",
+                     "-" if was is None else f"{was:.3f}", f"{k['in_prompt']:.3f}",
+                     "" if "search_by_rule" not in k else f"{k['search_by_rule']:.3f}"])
+    return (f"**MiniWeb predictability** (`{d['command']}`, {_shown(d['_file'])}; {d['machine']}, {d['date']}): "
+            f"{d['transitions']} held-out transitions of `RLVRWorld/MiniWeb-v0`, each step re-run {d['reruns']} times "
+            "with other random generators; *determined* is the share of gold lines every re-run reproduces, "
+            "*in the prompt* the share whose item name the prompt holds (the rest are the seed's fixed site).\n\n"
+            + _table(["action kind", "transitions", "gold lines", "determined", "before one site", "in the prompt",
+                      "search by its rule"], ["---", "---:", "---:", "---:", "---:", "---:", "---:"], rows)
+            + f"\n\nThe goal (>= {d['goal']:.0%} determined on the deterministic kinds) is "
+            f"**{'met' if d['goal_met'] else 'not met'}**.")
+
+
 def _web_agent_verdict(d: dict) -> str:
     """Issue 12's goal, decided from the numbers: the RLVR world model's agent beats the base's,
     and the oracle's bounds both; with the paired (McNemar) comparison on the same episodes."""
@@ -1119,6 +1140,15 @@ SECTIONS: tuple[Section, ...] = (
                        "longer-SFT model"),
     Section("Web agents on MiniWeb goals", ("web_agent/results.json",),
             "python -m benchmarks.web_agent --base-model DIR --rlvr-model DIR", _web_agent),
+    Section("MiniWeb as one site: predictability audit", ("miniweb_predictability.json",),
+            "python -m benchmarks.miniweb_predictability --transitions 2000 --out "
+            "benchmarks/results/miniweb_predictability", _miniweb_predictability,
+            optional=("miniweb_predictability_before.json",)),
+    Section("Language world models on the one-site MiniWeb", ("web_world_models_site.json",),
+            "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniWeb-v0 --models sft=DIR rlvr=DIR "
+            "--out benchmarks/results/web_world_models_site.json", _language_world_models),
+    Section("Web agents on the one-site MiniWeb", ("web_agent_site/results.json",),
+            "python -m benchmarks.web_agent --merge DIR ... --out benchmarks/results/web_agent_site", _web_agent),
     Section("PushT success judge", ("pusht_success_judge.json",), "python -m benchmarks.pusht_success_judge",
             _success_judge),
     Section("Real2Sim on PushT", ("real2sim/*/results.json",),
