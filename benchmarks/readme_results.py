@@ -976,6 +976,27 @@ def _miniweb_predictability(files: list[dict]) -> str:
             f"**{'met' if d['goal_met'] else 'not met'}**.")
 
 
+def _learned_sim_step(files: list[dict]) -> str:
+    """Issue 33's bound: one learned-simulator step under a second on 2 cores."""
+    d = files[0]
+    rows = [[f"`{env_id}`", str(r["steps"]), f"{r['median_s']:.3f}", f"{r['max_s']:.3f}",
+             "yes" if r["under_1s"] else "**no**"] for env_id, r in d["ids"].items()]
+    return (f"**One learned-simulator step** (`{d['command']}`, {_shown(d['_file'])}; {d['note']}): the world model "
+            f"writes a frame (KV-cached), the tokenizer decodes it, the frame judge scores it; {d['threads']} torch "
+            "threads, batch 1.\n\n"
+            + _table(["id", "steps", "median s", "max s", "< 1 s"], ["---", "---:", "---:", "---:", "---"], rows))
+
+
+def _cli_inputs(files: list[dict]) -> str:
+    """Issue 33's table of bad command-line values: each refused in one line, none accepted."""
+    d = files[0]
+    n = d["counts"]
+    return (f"**Bad command-line values** (`{d['command']}`, {_shown(d['_file'])}; {d['note']}): {n['cases']} bad "
+            f"values given to `rlvr-world` commands and trainers: {n['refused']} refused with exit 2 before any work, "
+            f"{n['tracebacks']} tracebacks, {n['accepted']} accepted. Each case and its one-line message: "
+            f"`{Path(d['_file']).with_suffix('.md').as_posix()}`.")
+
+
 def _web_agent_verdict(d: dict) -> str:
     """Issue 12's goal, decided from the numbers: the RLVR world model's agent beats the base's,
     and the oracle's bounds both; with the paired (McNemar) comparison on the same episodes."""
@@ -1138,6 +1159,9 @@ SECTIONS: tuple[Section, ...] = (
                        "--models sft_longer_shipped=DIR rlvr_g16_t1_step50_seed0=DIR ...",
                        "GRPO (task reward, 16 samples per prompt at temperature 1) from the shipped "
                        "longer-SFT model"),
+    Section("Learned-simulator step", ("learned_sim_step.json",), "python -m benchmarks.learned_sim_step",
+            _learned_sim_step),
+    Section("Bad command-line values", ("cli_inputs.json",), "python -m benchmarks.cli_inputs", _cli_inputs),
     Section("Web agents on MiniWeb goals", ("web_agent/results.json",),
             "python -m benchmarks.web_agent --base-model DIR --rlvr-model DIR", _web_agent),
     Section("MiniWeb as one site: predictability audit", ("miniweb_predictability.json",),
