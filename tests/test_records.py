@@ -24,6 +24,19 @@ def test_a_record_measures_its_cpu_share_and_its_note_flags_a_busy_machine(monke
     assert "BUSY MACHINE" in records.note(busy)
 
 
+def test_a_run_is_not_busy_for_the_load_its_own_threads_add(monkeypatch):
+    """A quiet machine's 1-minute load climbs to the run's own thread count by its end; only load beyond
+    that (or before it started) is other jobs."""
+    monkeypatch.setattr(records.os, "cpu_count", lambda: 2)
+    for after, busy in ((2.0, False), (3.5, True)):
+        loads = iter([(0.17, 0, 0), (after, 0, 0)])
+        monkeypatch.setattr(records.os, "getloadavg", lambda: next(loads))
+        assert records.RunRecord("python -m x", threads=2).finish()["load"]["busy"] is busy
+    loads = iter([(1.8, 0, 0), (2.0, 0, 0)])  # busy before it started
+    monkeypatch.setattr(records.os, "getloadavg", lambda: next(loads))
+    assert records.RunRecord("python -m x", threads=2).finish()["load"]["busy"] is True
+
+
 def test_shortfall_says_why_a_time_bounded_run_did_fewer_steps():
     starved = {"cpu_share": 0.3, "threads": 2, "load": {"before": 3.1, "after": 3.4, "busy": True}}
     note = records.shortfall_note("GRPO", 200, 35, starved)

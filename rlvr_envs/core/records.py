@@ -100,8 +100,10 @@ class RunRecord:
         end = time.time()
         wall, cpu = time.perf_counter() - self._clock, cpu_seconds() - self._cpu
         load_after = _load()
-        loads = [v for v in (self.load_before, load_after) if v is not None]
-        busy = bool(loads) and max(loads) > BUSY_LOAD_PER_CORE * (os.cpu_count() or 1)
+        # the load after a run includes the run's own threads: only what is left beyond them is other jobs
+        others = [v for v in (self.load_before, None if load_after is None else load_after - (self.threads or 1))
+                  if v is not None]
+        busy = bool(others) and max(others) > BUSY_LOAD_PER_CORE * (os.cpu_count() or 1)
         return {"program": self.program, "command": self.command, "argv": self.argv,
                 "machine": machine_description(self.threads),
                 "load": {"before": self.load_before, "after": load_after, "busy": busy},
