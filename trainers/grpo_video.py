@@ -117,12 +117,19 @@ def response_logps(model, prompts: torch.Tensor, responses: torch.Tensor, frame_
 
 
 # -- tasks and models ------------------------------------------------------------------
+def _env_kwargs(args, device: torch.device | str) -> dict:
+    """`gym.make`'s arguments for `args.env_id`: the registry's, the device, then the user's `--env-kwargs`."""
+    from rlvr_envs.registration import entry
+
+    return {**entry(args.env_id).kwargs, "device": str(device), **args.kwargs()}
+
+
 def build_held_out(args, device: torch.device | str = "cpu"):
     """The held-out task (tokenizer, decoding and rewards on `device`): `data_dir`'s test split,
     or the env's embedded held-out set."""
-    from rlvr_envs.registration import entry, task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
 
-    kwargs = {**entry(args.env_id).kwargs, "device": str(device), **args.kwargs()}
+    kwargs = _env_kwargs(args, device)
     if "data_dir" in kwargs:
         kwargs["split"] = "test"
     return task_from_env_id(args.env_id, **kwargs)
@@ -131,10 +138,10 @@ def build_held_out(args, device: torch.device | str = "cpu"):
 def build_training(args, held_out, device: torch.device | str = "cpu"):
     """The training task: `data_dir`'s train split, or PushT episodes generated once (seed
     20000). Training windows start at every frame and every phase of the frame skip."""
-    from rlvr_envs.registration import entry, task_from_env_id
+    from rlvr_envs.registration import task_from_env_id
     from rlvr_envs.video.task import pusht_episodes_dir
 
-    kwargs = {**entry(args.env_id).kwargs, "device": str(device), **args.kwargs()}
+    kwargs = _env_kwargs(args, device)
     if "data_dir" in kwargs:
         kwargs["split"] = "train"
     else:
