@@ -339,3 +339,21 @@ def test_run_record_has_one_format_and_flags_a_busy_machine(monkeypatch):
                         "cpu_share", "git_commit"}
     assert run["command"] == "python -m benchmarks.x --steps 3 --quiet" and run["load"]["busy"] is True
     assert run["start"] <= run["end"] and run["seconds"] >= 0 and "cores" in run["machine"]
+
+
+def test_every_observation_is_a_fresh_array_the_user_may_keep_and_change():
+    """Observations are copies of the task's cached blank row: changing one (as a rollout
+    buffer might) changes neither the cache nor any later observation."""
+    env = NextStatePredictionEnv(EchoTask())
+    first, _ = env.reset(options={"index": 1})
+    after, *_ = env.step(np.array([2, 2, EOS, 0, 0, 0]))
+    assert not any(np.shares_memory(first[key], after[key]) for key in first)
+    assert not env.task.blank_observation(1).flags.writeable
+    for obs in (first, after):
+        for array in obs.values():
+            array[...] = 7
+    again, _ = env.reset(options={"index": 1})
+    assert again["prompt"].tolist() == [2, 2, 2] and again["prompt_len"].tolist() == [3]
+    assert again["response"].tolist() == [EOS] * 6 and again["response_len"].tolist() == [0]
+    final, *_ = env.step([2, 2])
+    assert final["response"].tolist() == [2, 2, EOS, EOS, EOS, EOS] and final["response_len"].tolist() == [2]

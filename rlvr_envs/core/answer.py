@@ -217,11 +217,15 @@ def _decode(candidate: str) -> Any:
         raise AnswerError(f"malformed JSON that could not be repaired ({type(exc).__name__})") from None
 
 
-def parse_json_object(text: str) -> dict[str, Any]:
+def parse_json_object(text: str, required_keys: tuple[str, ...] = ()) -> dict[str, Any]:
     """Parse the JSON object in `text` (see `extract_answer` for where it is looked for).
 
     Raises `AnswerError` for a response over the size limit, no object, a truncated or too
     deeply nested object, or JSON that cannot be repaired (see the module docstring).
+    `required_keys` (the task checks them after parsing) lets an answer whose text names
+    none of one be refused before any decoding or repair: most malformed model output goes
+    nowhere near the slow repair then. Only the key *names* are looked for, so this never
+    refuses an answer the task would accept.
     """
     check_response_size(text)
     answer = extract_answer(text)
@@ -232,6 +236,10 @@ def parse_json_object(text: str) -> dict[str, Any]:
     if end < start:
         raise AnswerError("truncated JSON (the object is never closed)")
     candidate = answer[start:end + 1]
+    if "\\" not in candidate:  # a \u escape could spell a key (JSON decoding would find it)
+        for key in required_keys:
+            if key not in candidate:
+                raise AnswerError(f"the answer has no {key!r} key (it needs {', '.join(map(repr, required_keys))})")
     try:  # the fast path: most answers are well-formed JSON, which the C decoder reads at once
         value = json.loads(candidate)
     except (json.JSONDecodeError, RecursionError):
@@ -239,7 +247,8 @@ def parse_json_object(text: str) -> dict[str, Any]:
     except ValueError as exc:  # e.g. a number longer than Python's integer-digit limit
         raise AnswerError(f"unreadable JSON ({str(exc)[:120]})") from None
     else:
-        if _deeper_than(value, MAX_JSON_DEPTH):
+        # no deeper than its opening brackets: walk the value only when there are enough of them
+        if candidate.count("{") + candidate.count("[") > MAX_JSON_DEPTH and _deeper_than(value, MAX_JSON_DEPTH):
             raise AnswerError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
         if not isinstance(value, dict):
             raise AnswerError(f"the answer is a JSON {type(value).__name__}, not an object")

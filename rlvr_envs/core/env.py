@@ -77,14 +77,7 @@ class NextStatePredictionEnv(gym.Env):
         self._last_info: dict[str, Any] = {}
 
     def _obs(self) -> dict[str, np.ndarray]:
-        # fresh arrays on every call (gymnasium's rule: users keep what they are given): views of
-        # one new buffer, one allocation instead of four
-        p, r = self.task.max_prompt_len, self.task.max_response_len
-        buffer = np.empty(p + r + 2, dtype=np.int64)
-        obs = {"prompt": buffer[:p], "prompt_len": buffer[p:p + 1], "response": buffer[p + 1:p + 1 + r],
-               "response_len": buffer[p + 1 + r:]}
-        self._episode.write_observation(obs["prompt"], obs["prompt_len"], obs["response"], obs["response_len"])
-        return obs
+        return self._episode.observation()
 
     # -- gymnasium API -----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):

@@ -46,17 +46,11 @@ def check_mode(mode: str) -> str:
     return mode
 
 
-def out_of_vocabulary(task: Task, tokens: np.ndarray) -> int | None:
+def out_of_vocabulary(task: Task, tokens: list[int]) -> int | None:
     """The first token id outside [0, vocab_size), exactly as given, or None."""
-    if not tokens.size:
-        return None
-    if tokens.dtype.kind == "O":
-        bad = [int(t) for t in tokens if not 0 <= int(t) < task.vocab_size]
-        return bad[0] if bad else None
-    if tokens.max() < task.vocab_size and (tokens.dtype.kind == "u" or tokens.min() >= 0):
-        return None  # the common case: two reductions, no temporary arrays
-    outside = (tokens >= task.vocab_size) if tokens.dtype.kind == "u" else (tokens < 0) | (tokens >= task.vocab_size)
-    return int(tokens[int(outside.argmax())])
+    if tokens and (min(tokens) < 0 or max(tokens) >= task.vocab_size):  # two C loops in the common case
+        return next(t for t in tokens if not 0 <= t < task.vocab_size)
+    return None
 
 
 class Episode:
@@ -110,28 +104,43 @@ class Episode:
         if self.done:
             raise RuntimeError("step() called on a finished episode; call reset() first")
         task = self.task
-        tokens = integer_array(action, "a sequence-mode action", task.max_response_len)
-        if tokens.size:
-            first = int((tokens == task.eos_token_id).argmax())  # 0 when there is none: checked below
-            if tokens[first] == task.eos_token_id:
-                tokens = tokens[:first]
+        # Python ints for every integer dtype (and object arrays of ints); list methods beat
+        # numpy calls on a few hundred tokens
+        tokens = integer_array(action, "a sequence-mode action", task.max_response_len).tolist()
+        try:
+            del tokens[tokens.index(task.eos_token_id):]
+        except ValueError:  # no EOS: the whole response counts
+            pass
         self.done = True
         bad = out_of_vocabulary(task, tokens)
         if bad is not None:
             self._reject(bad)
         else:
-            self.response = tokens.tolist()  # Python ints for every integer dtype (and object arrays of ints)
+            self.response = tokens
 
     def rejected_result(self) -> RewardResult:
         """The result of an episode ended by an invalid action (no verification needed)."""
         return RewardResult.failure(self.task.min_reward, self.error, self.task.max_reward(self.index))
 
+    def observation(self) -> dict[str, np.ndarray]:
+        """A fresh observation (gymnasium's rule: users keep what they are given): views of
+        one copy of the task's blank row, with the response written in."""
+        p, r = self.task.max_prompt_len, self.task.max_response_len
+        row = self.task.blank_observation(self.index).copy()
+        n = min(len(self.response), r)
+        if n:
+            row[p + 1:p + 1 + n] = self.response[:n]
+            row[-1] = n
+        return {"prompt": row[:p], "prompt_len": row[p:p + 1], "response": row[p + 1:p + 1 + r],
+                "response_len": row[p + 1 + r:]}
+
     def write_observation(self, prompt: np.ndarray, prompt_len: np.ndarray, response: np.ndarray,
                           response_len: np.ndarray) -> None:
-        """Fill one observation row (of a single env or of a batch) in place."""
-        padded, length = self.task.padded_prompt(self.index)
-        prompt[:] = padded
-        prompt_len[0] = length[0]
+        """Fill one row of a batch's observation arrays in place (the vector env)."""
+        p = self.task.max_prompt_len
+        blank = self.task.blank_observation(self.index)
+        prompt[:] = blank[:p]
+        prompt_len[0] = blank[p]
         n = min(len(self.response), len(response))
         if n:
             response[:n] = self.response[:n]

@@ -76,22 +76,24 @@ class Task(abc.ABC):
         """What the reward measures for these registry arguments (the env table's column)."""
         return cls.reward_description
 
-    def padded_prompt(self, index: int) -> tuple[np.ndarray, np.ndarray]:
-        """(prompt padded to `max_prompt_len`, its length as a (1,) array), both read-only
-        and cached, since every reset and step needs them."""
-        cache = self.__dict__.setdefault("_padded_prompt_cache", {})
-        arrays = cache.get(index)
-        if arrays is None:
+    def blank_observation(self, index: int) -> np.ndarray:
+        """The observation of transition `index` before any response, as one read-only int64
+        row: the prompt padded to `max_prompt_len`, its length, `max_response_len` pad tokens,
+        0 (the episode's observation dict is views of a copy). Cached (bounded), since every
+        reset and step starts from it."""
+        cache = self.__dict__.setdefault("_blank_observation_cache", {})
+        row = cache.get(index)
+        if row is None:
             if len(cache) >= 1024:  # bounded: long-prompt datasets would not fit otherwise
                 cache.clear()
             ids = self.prompt_ids(index)[: self.max_prompt_len]
-            prompt = np.full(self.max_prompt_len, self.pad_token_id, dtype=np.int64)
-            prompt[: len(ids)] = ids
-            length = np.array([len(ids)], dtype=np.int64)
-            prompt.setflags(write=False)
-            length.setflags(write=False)
-            arrays = cache[index] = (prompt, length)
-        return arrays
+            row = np.full(self.max_prompt_len + self.max_response_len + 2, self.pad_token_id, dtype=np.int64)
+            row[: len(ids)] = ids
+            row[self.max_prompt_len] = len(ids)
+            row[-1] = 0
+            row.setflags(write=False)
+            cache[index] = row
+        return row
 
     def max_reward(self, index: int) -> float:
         """The reward of a perfect prediction for this transition."""
@@ -217,15 +219,23 @@ class TextTask(Task):
         return self.format_target(self._transitions[index])
 
     def response_text(self, response_ids: Sequence[int]) -> str:
-        ids = np.asarray(response_ids).reshape(-1)
-        if ids.size and (ids.dtype.kind not in "iu" or ids.min() < 0 or ids.max() >= self.vocab_size):
-            bad = next(t for t in ids.tolist() if not (isinstance(t, int) and 0 <= t < self.vocab_size))
+        if type(response_ids) is list and set(map(type, response_ids)) <= {int}:
+            ids = response_ids  # what the envs pass: checked with two C loops, no array round trip
+        else:
+            array = np.asarray(response_ids).reshape(-1)
+            ids = array.tolist()
+            if array.dtype.kind not in "iu":  # floats, bools, strings; object arrays only of ints
+                bad = next((t for t in ids if not isinstance(t, int) or isinstance(t, bool)), None)
+                if bad is not None:
+                    raise ValueError(f"token id {bad!r} outside the vocabulary [0, {self.vocab_size})")
+        if ids and (min(ids) < 0 or max(ids) >= self.vocab_size):
+            bad = next(t for t in ids if not 0 <= t < self.vocab_size)
             raise ValueError(f"token id {bad!r} outside the vocabulary [0, {self.vocab_size})")
         backend = getattr(self.tokenizer, "backend_tokenizer", None)
         if backend is not None and not getattr(self.tokenizer, "clean_up_tokenization_spaces", False):
             # the Rust decoder directly: transformers' decode wrapper costs more than the decode
-            return backend.decode(ids.tolist(), skip_special_tokens=True)
-        return self.tokenizer.decode(ids.tolist(), skip_special_tokens=True)
+            return backend.decode(ids, skip_special_tokens=True)
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     def decode(self, index: int, response_ids: Sequence[int]) -> tuple[Any, str | None]:
         try:

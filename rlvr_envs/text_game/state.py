@@ -152,12 +152,21 @@ def flatten_state(objects: Mapping[int, Mapping[str, Any]], score: Mapping[str, 
     flat: dict[tuple, Any] = {}
     for uuid, obj in objects.items():
         flat.update(flatten_object(uuid, obj))
-    for key in SCORE_FIELDS:
-        flat[("score", key)] = _canonical(score[key]) if key in score else _ABSENT
+    flat.update(_score_fields(score))
+    return flat
+
+
+def _score_fields(score: Mapping[str, Any]) -> dict[tuple, Any]:
+    flat = {("score", key): _canonical(score[key]) if key in score else _ABSENT for key in SCORE_FIELDS}
     for key in score:
         if key not in SCORE_FIELDS:
             flat[("score", str(key))] = _canonical(score[key])
     return flat
+
+
+def object_fields(objects: Mapping[int, Mapping[str, Any]]) -> dict[int, tuple[Mapping[str, Any], dict[tuple, Any]]]:
+    """uuid -> (object, its fields), the cache `RebuiltState.flatten` reuses for untouched objects."""
+    return {uuid: (obj, flatten_object(uuid, obj)) for uuid, obj in objects.items()}
 
 
 def state_difference(current: list[Mapping], nxt: list[Mapping], next_score: Mapping) -> dict[str, Any]:
@@ -181,8 +190,19 @@ class RebuiltState:
     #: (key, reason) of every entry counted as one wrong field (an unknown removal, ...)
     defects: list[tuple[tuple, str]] = field(default_factory=list)
 
-    def flatten(self) -> dict[tuple, Any]:
-        flat = flatten_state(self.objects, self.score)
+    def flatten(self, known: Mapping[int, tuple[Mapping[str, Any], dict[tuple, Any]]] | None = None) -> dict[tuple, Any]:
+        """Every comparable field (see `flatten_state`). `known` maps uuid -> (object, its
+        fields) for objects flattened before (`object_fields` of the current state): an
+        object the answer left untouched (the same object) reuses its fields instead of
+        being flattened again, the verifier's main cost on large states."""
+        if known is None:
+            flat = flatten_state(self.objects, self.score)
+        else:
+            flat = {}
+            for uuid, obj in self.objects.items():
+                cached = known.get(uuid)
+                flat.update(cached[1] if cached is not None and cached[0] is obj else flatten_object(uuid, obj))
+            flat.update(_score_fields(self.score))
         for key, reason in self.defects:
             flat[key] = ("<defect>", reason)  # a key the real state never has: a wrong field
         return flat
@@ -248,21 +268,24 @@ def score_prediction(current_flat: dict[tuple, Any], gold_flat: dict[tuple, Any]
     """Every metric component of a rebuilt prediction against the gold next state.
 
     Fields are the union of both sides' keys, so a field only one side has is wrong."""
-    def agree(keys: Iterable[tuple]) -> tuple[int, int]:
-        keys = list(keys)
-        return sum(gold_flat.get(k, _MISSING) == predicted_flat.get(k, _MISSING) for k in keys), len(keys)
-
-    all_keys = gold_flat.keys() | predicted_flat.keys()
-    object_keys = {k for k in all_keys if k[0] != "score"}
-    score_keys = {k for k in all_keys if k[0] == "score"}
-    obj_ok, obj_n = agree(object_keys)
-    score_ok, score_n = agree(score_keys)
     if changed is None:  # tasks pass the transition's changed fields, computed once when it is built
         changed = changed_fields(current_flat, gold_flat)
-    changed_ok, changed_n = agree(changed)
-    acc_objects = obj_ok / obj_n if obj_n else 1.0
-    acc_score = score_ok / score_n if score_n else 1.0
-    exact = float(obj_ok == obj_n and score_ok == score_n)
+    changed = changed if isinstance(changed, (set, frozenset)) else set(changed)
+    if gold_flat == predicted_flat:  # one comparison in C: a right answer has no wrong field
+        wrong: set[tuple] = set()
+        all_keys = gold_flat.keys()
+    else:
+        all_keys = gold_flat.keys() | predicted_flat.keys()
+        wrong = {k for k in all_keys if gold_flat.get(k, _MISSING) != predicted_flat.get(k, _MISSING)}
+    score_n = sum(k[0] == "score" for k in all_keys) if wrong else 0
+    score_wrong = sum(k[0] == "score" for k in wrong)
+    obj_n = len(all_keys) - score_n if wrong else 0
+    obj_wrong = len(wrong) - score_wrong
+    changed_n = len(changed)
+    changed_ok = changed_n - len(wrong & changed) if changed_n else 0
+    acc_objects = (obj_n - obj_wrong) / obj_n if obj_n else 1.0
+    acc_score = (score_n - score_wrong) / score_n if score_n else 1.0
+    exact = float(not wrong)
     acc_changed = changed_ok / changed_n if changed_n else math.nan
     task_reward = W_OBJECTS * acc_objects + W_SCORE * acc_score + W_EXACT * exact
     if changed_n:
@@ -274,7 +297,8 @@ def score_prediction(current_flat: dict[tuple, Any], gold_flat: dict[tuple, Any]
         "acc_score": acc_score,
         "acc_changed": acc_changed,
         "n_changed_fields": float(changed_n),
-        "n_defects": float(sum(k[0] == "answer" for k in predicted_flat)),
+        # defect keys are never in the gold state, so every one is a wrong field
+        "n_defects": float(sum(k[0] == "answer" for k in wrong)),
         "task_reward": task_reward,
     }
 

@@ -83,7 +83,9 @@ def row_to_transition(row: Mapping[str, Any], split: str, rules: Mapping[str, st
         split=split,
         changed=bool(changed_fields),
         meta={"game": row["game"], "state_id": row["state_id"], "rules": rules,
-              "current_flat": current_flat, "gold_flat": gold_flat, "changed_fields": changed_fields},
+              "current_flat": current_flat, "gold_flat": gold_flat, "changed_fields": changed_fields,
+              # built once here, reused by every verification (see TextGameTask.parse/score)
+              "current_by_uuid": before, "current_fields": text_state.object_fields(before)},
     )
 
 
@@ -138,13 +140,13 @@ class TextGameTask(TextTask):
     def parse(self, index: int, text: str) -> text_state.RebuiltState:
         """The next state rebuilt from the predicted difference (raises `AnswerError` for an
         answer that is unparsable or incomplete, see `rlvr_envs.text_game.state`)."""
-        state = self.transition(index).state
-        diff = parse_json_object(text)
-        return text_state.apply_difference(text_state.objects_by_uuid(state["objects"]), diff)
+        diff = parse_json_object(text, required_keys=text_state.ANSWER_KEYS)
+        return text_state.apply_difference(self.transition(index).meta["current_by_uuid"], diff)
 
     def score(self, index: int, prediction: text_state.RebuiltState) -> RewardResult:
         meta = self.transition(index).meta
-        metrics = text_state.score_prediction(meta["current_flat"], meta["gold_flat"], prediction.flatten(),
+        metrics = text_state.score_prediction(meta["current_flat"], meta["gold_flat"],
+                                              prediction.flatten(known=meta["current_fields"]),
                                               meta["changed_fields"])
         reward = metrics["exact"] if self.reward == "binary" else metrics["task_reward"]
         return RewardResult(reward=reward, metrics=metrics, parsed=True,
