@@ -3,7 +3,9 @@
 Measures, in one run on one machine:
   1. the sequence-mode reward path (`reset(options={"index": i})` + `step(response)`, through
      `gym.make` with its default wrappers) against calling `task.verify` directly on the same
-     responses (goal: at most 5% overhead), and the same path with a constant verifier;
+     responses (goal: at most 5% overhead), the same path with a constant verifier (what the
+     env itself costs), and a do-nothing env with the same spaces through `gym.make` (the
+     floor the gymnasium API itself sets for this observation);
   2. the natively batched vector env (`gym.make_vec`, one `verify` call per step) against a
      Python loop over the same number of single envs.
 
@@ -26,28 +28,36 @@ import gymnasium as gym
 import numpy as np
 
 import rlvr_envs  # noqa: F401  (registers the RLVRWorld ids)
+from benchmarks.text_verifier_throughput import make_responses
 from rlvr_envs.core.records import RunRecord, note
 
 RESULTS = Path(__file__).parent / "results"
 
 
-def make_responses(task, n: int, seed: int) -> tuple[list[int], list[list[int]]]:
-    rng = np.random.default_rng(seed)
-    indices, responses = [], []
-    for k in range(n):
-        index = int(rng.integers(len(task)))
-        gold = task.target_ids(index).tolist()
-        kind = k % 3
-        if kind == 0:
-            response = gold
-        elif kind == 1:  # one token changed: usually still parses, scores partially
-            response = list(gold)
-            response[int(rng.integers(len(gold)))] = int(rng.integers(task.vocab_size))
-        else:
-            response = rng.integers(1, task.vocab_size, size=len(gold)).tolist()
-        indices.append(index)
-        responses.append([t for t in response if t != task.eos_token_id][: task.max_response_len])
-    return indices, responses
+class ApiFloorEnv(gym.Env):
+    """The least a gymnasium env with the same spaces does per episode: a fresh observation
+    (one copy of a blank row, four views) from reset and from step, an info dict, a reward. It
+    reads no action and verifies nothing: its cost through `gym.make` is the floor the API
+    itself sets, below which no env of this observation can go."""
+
+    metadata = {"render_modes": []}
+
+    def __init__(self, like: gym.Env):
+        self.observation_space, self.action_space = like.observation_space, like.action_space
+        task = like.unwrapped.task
+        self._blank, self._p, self._r = task.blank_observation(0), task.max_prompt_len, task.max_response_len
+
+    def _obs(self) -> dict[str, np.ndarray]:
+        row, p, r = self._blank.copy(), self._p, self._r
+        return {"prompt": row[:p], "prompt_len": row[p:p + 1], "response": row[p + 1:p + 1 + r],
+                "response_len": row[p + 1 + r:]}
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return self._obs(), {"index": (options or {}).get("index")}
+
+    def step(self, action):
+        return self._obs(), 0.0, True, False, {"index": 0}
 
 
 def best_of_interleaved(repeats: int, *fns) -> list[float]:
@@ -112,8 +122,17 @@ def main() -> None:
         finally:
             del task.verify
 
-    bare_verifier(), env_path(), env_alone()  # warm-up
-    t_verify, t_env, t_alone = best_of_interleaved(args.repeats, bare_verifier, env_path, env_alone)
+    gym.register("benchmarks/ApiFloor-v0", entry_point=lambda: ApiFloorEnv(env))
+    floor_env = gym.make("benchmarks/ApiFloor-v0")  # the same default wrappers as the env's
+
+    def api_floor():
+        for index, action in zip(indices, actions):
+            floor_env.reset(options={"index": index})
+            floor_env.step(action)
+
+    bare_verifier(), env_path(), env_alone(), api_floor()  # warm-up
+    t_verify, t_env, t_alone, t_floor = best_of_interleaved(args.repeats, bare_verifier, env_path, env_alone,
+                                                            api_floor)
 
     batch = args.batch
     n_batches = len(actions) // batch
@@ -143,6 +162,8 @@ def main() -> None:
         "env_us_per_response": 1e6 * t_env / len(responses),
         "env_overhead_pct": 100 * (t_env - t_verify) / t_verify,
         "env_alone_us_per_response": 1e6 * t_alone / len(responses),
+        "api_floor_us_per_response": 1e6 * t_floor / len(responses),
+        "floor_overhead_pct": 100 * t_floor / t_verify,
         "batched_vector_responses_per_s": n_batches * batch / t_batched,
         "looped_single_envs_responses_per_s": n_batches * batch / t_looped,
         "batched_speedup": t_looped / t_batched,
@@ -162,6 +183,8 @@ def main() -> None:
         f"| `gym.make` env, reset+step | {result['env_us_per_response']:.1f} | "
         f"overhead {result['env_overhead_pct']:+.1f}% (goal <= 5%) |",
         f"| the same env with a constant verifier | {result['env_alone_us_per_response']:.1f} | what the env itself costs |",
+        f"| gymnasium floor: same spaces, no work | {result['api_floor_us_per_response']:.1f} | "
+        f"the API's own cost through `gym.make`, {result['floor_overhead_pct']:.1f}% of the verifier |",
         f"| batched vector env (N={batch}) | {1e6 / result['batched_vector_responses_per_s']:.1f} | "
         f"{result['batched_speedup']:.2f}x the loop of single envs |",
         f"| loop of {batch} single envs | {1e6 / result['looped_single_envs_responses_per_s']:.1f} | |",

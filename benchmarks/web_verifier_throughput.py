@@ -153,7 +153,10 @@ def main() -> None:
     parser.add_argument("--out", default=str(RESULTS / "web_verifier_throughput"))
     args = parser.parse_args()
 
+    from rlvr_envs.core.records import RunRecord, note
     from rlvr_envs.web.mini_web import MiniWebConfig, generate
+
+    record = RunRecord("python -m benchmarks.web_verifier_throughput", args)
 
     rows = [generate(MiniWebConfig(), 1, i) for i in range(args.transitions)]
     cases = [text_case("MiniWeb (text verifier)", [(r["observation"], r["next_state_acctree"]) for r in rows],
@@ -185,18 +188,20 @@ def main() -> None:
                       "mean_response_tokens": sum(map(len, ids)) / len(ids)})
     cases.append(token)
 
+    run = record.finish()
     result = {
         "cases": cases,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.python_implementation()} "
-                   f"{platform.python_version()}, CPU only, single process (best of --repeats runs; the "
-                   f"machine may be shared with other jobs)",
+                   f"{platform.python_version()}, CPU only, single process (best of --repeats runs)",
+        "run": run,
+        "note": note(run),
         "command": "python -m benchmarks.web_verifier_throughput " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"),
     }
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(result, indent=2) + "\n")
-    lines = ["# Web verifier throughput", "", f"Measured by `{result['command']}` on {result['machine']}.", "",
+    lines = ["# Web verifier throughput", "", f"Measured by `{result['command']}` on {result['machine']}; {result['note']}.", "",
              "| case | responses/s | cold-cache responses/s | µs/response | gold lines | extraction pairs/s "
              "| mean F1 gold / perturbed / garbage |",
              "|---|---|---|---|---|---|---|"]
