@@ -122,30 +122,20 @@ class Episode:
         """The result of an episode ended by an invalid action (no verification needed)."""
         return RewardResult.failure(self.task.min_reward, self.error, self.task.max_reward(self.index))
 
-    def observation(self) -> dict[str, np.ndarray]:
-        """A fresh observation (gymnasium's rule: users keep what they are given): views of
-        one copy of the task's blank row, with the response written in."""
+    def write_response(self, row: np.ndarray) -> np.ndarray:
+        """Write the response into `row`, a writable copy of the task's blank observation row
+        (of a single env, or one row of a vector env's batch); returns it."""
         p, r = self.task.max_prompt_len, self.task.max_response_len
-        row = self.task.blank_observation(self.index).copy()
         n = min(len(self.response), r)
         if n:
             row[p + 1:p + 1 + n] = self.response[:n]
             row[-1] = n
-        return {"prompt": row[:p], "prompt_len": row[p:p + 1], "response": row[p + 1:p + 1 + r],
-                "response_len": row[p + 1 + r:]}
+        return row
 
-    def write_observation(self, prompt: np.ndarray, prompt_len: np.ndarray, response: np.ndarray,
-                          response_len: np.ndarray) -> None:
-        """Fill one row of a batch's observation arrays in place (the vector env)."""
-        p = self.task.max_prompt_len
-        blank = self.task.blank_observation(self.index)
-        prompt[:] = blank[:p]
-        prompt_len[0] = blank[p]
-        n = min(len(self.response), len(response))
-        if n:
-            response[:n] = self.response[:n]
-        response[n:] = self.task.pad_token_id
-        response_len[0] = n
+    def observation(self) -> dict[str, np.ndarray]:
+        """A fresh observation (gymnasium's rule: users keep what they are given): views of
+        one copy of the task's blank row, with the response written in."""
+        return split_observation(self.write_response(self.task.blank_observation(self.index).copy()), self.task)
 
     def info(self, result: RewardResult | None = None) -> dict[str, Any]:
         """The step info: which transition, and once final, the verified result."""
@@ -155,6 +145,15 @@ class Episode:
                         metrics=dict(result.metrics), max_reward=result.max_reward,
                         response_len=len(self.response))
         return info
+
+
+def split_observation(rows: np.ndarray, task: Task) -> dict[str, np.ndarray]:
+    """The observation dict of one row (views) or of a batch of rows (contiguous copies) laid
+    out as `Task.blank_observation`."""
+    p, r = task.max_prompt_len, task.max_response_len
+    parts = {"prompt": rows[..., :p], "prompt_len": rows[..., p:p + 1], "response": rows[..., p + 1:p + 1 + r],
+             "response_len": rows[..., p + 1 + r:]}
+    return parts if rows.ndim == 1 else {key: np.ascontiguousarray(part) for key, part in parts.items()}
 
 
 def verify_episodes(task: Task, episodes: Sequence[Episode]) -> list[RewardResult]:

@@ -15,7 +15,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from rlvr_envs.core.actions import action_batch, integer_array, token_from_action
-from rlvr_envs.core.episode import Episode, action_space, check_mode, observation_space, verify_episodes
+from rlvr_envs.core.episode import (Episode, action_space, check_mode, observation_space, split_observation,
+                                    verify_episodes)
 from rlvr_envs.core.task import Task
 
 
@@ -80,15 +81,10 @@ class BatchedNextStatePredictionVectorEnv(VectorEnv):
         self._episodes: list[Episode] = []
 
     def _batch_obs(self) -> dict[str, np.ndarray]:
-        task, n = self.task, self.num_envs
-        obs = {"prompt": np.empty((n, task.max_prompt_len), dtype=np.int64),
-               "prompt_len": np.empty((n, 1), dtype=np.int64),
-               "response": np.empty((n, task.max_response_len), dtype=np.int64),
-               "response_len": np.empty((n, 1), dtype=np.int64)}
-        for row, episode in enumerate(self._episodes):
-            episode.write_observation(obs["prompt"][row], obs["prompt_len"][row], obs["response"][row],
-                                      obs["response_len"][row])
-        return obs
+        rows = np.stack([self.task.blank_observation(e.index) for e in self._episodes])
+        for row, episode in zip(rows, self._episodes):
+            episode.write_response(row)
+        return split_observation(rows, self.task)
 
     # -- gymnasium API -----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
