@@ -122,20 +122,22 @@ class Episode:
         """The result of an episode ended by an invalid action (no verification needed)."""
         return RewardResult.failure(self.task.min_reward, self.error, self.task.max_reward(self.index))
 
-    def write_response(self, row: np.ndarray) -> np.ndarray:
-        """Write the response into `row`, a writable copy of the task's blank observation row
-        (of a single env, or one row of a vector env's batch); returns it."""
-        p, r = self.task.max_prompt_len, self.task.max_response_len
-        n = min(len(self.response), r)
+    def write_response(self, tail: np.ndarray) -> None:
+        """Write the response into `tail`, a writable copy of the part of the task's blank
+        observation row after the prompt ([prompt length, response slots, response length]),
+        of a single env or of one row of a vector env's batch."""
+        n = min(len(self.response), len(tail) - 2)
         if n:
-            row[p + 1:p + 1 + n] = self.response[:n]
-            row[-1] = n
-        return row
+            tail[1:1 + n] = self.response[:n]
+            tail[-1] = n
 
     def observation(self) -> dict[str, np.ndarray]:
         """A fresh observation (gymnasium's rule: users keep what they are given): views of
         one copy of the task's blank row, with the response written in."""
-        return split_observation(self.write_response(self.task.blank_observation(self.index).copy()), self.task)
+        row = self.task.blank_observation(self.index).copy()
+        p = self.task.max_prompt_len
+        self.write_response(row[p:])
+        return {"prompt": row[:p], "prompt_len": row[p:p + 1], "response": row[p + 1:-1], "response_len": row[-1:]}
 
     def info(self, result: RewardResult | None = None) -> dict[str, Any]:
         """The step info: which transition, and once final, the verified result."""
@@ -147,13 +149,17 @@ class Episode:
         return info
 
 
-def split_observation(rows: np.ndarray, task: Task) -> dict[str, np.ndarray]:
-    """The observation dict of one row (views) or of a batch of rows (contiguous copies) laid
-    out as `Task.blank_observation`."""
-    p, r = task.max_prompt_len, task.max_response_len
-    parts = {"prompt": rows[..., :p], "prompt_len": rows[..., p:p + 1], "response": rows[..., p + 1:p + 1 + r],
-             "response_len": rows[..., p + 1 + r:]}
-    return parts if rows.ndim == 1 else {key: np.ascontiguousarray(part) for key, part in parts.items()}
+def batch_observation(task: Task, episodes: Sequence[Episode]) -> dict[str, np.ndarray]:
+    """A fresh observation of a batch of episodes (the vector env's): the prompts copied once
+    from the cached blank rows, each response written into its row."""
+    p = task.max_prompt_len
+    blanks = [task.blank_observation(e.index) for e in episodes]
+    prompts = np.stack([blank[:p] for blank in blanks])
+    tails = np.stack([blank[p:] for blank in blanks])
+    for tail, episode in zip(tails, episodes):
+        episode.write_response(tail)
+    return {"prompt": prompts, "prompt_len": tails[:, :1].copy(), "response": tails[:, 1:-1].copy(),
+            "response_len": tails[:, -1:].copy()}
 
 
 def verify_episodes(task: Task, episodes: Sequence[Episode]) -> list[RewardResult]:

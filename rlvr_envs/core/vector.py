@@ -15,7 +15,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from rlvr_envs.core.actions import action_batch, integer_array, token_from_action
-from rlvr_envs.core.episode import (Episode, action_space, check_mode, observation_space, split_observation,
+from rlvr_envs.core.episode import (Episode, action_space, batch_observation, check_mode, observation_space,
                                     verify_episodes)
 from rlvr_envs.core.task import Task
 
@@ -81,10 +81,7 @@ class BatchedNextStatePredictionVectorEnv(VectorEnv):
         self._episodes: list[Episode] = []
 
     def _batch_obs(self) -> dict[str, np.ndarray]:
-        rows = np.stack([self.task.blank_observation(e.index) for e in self._episodes])
-        for row, episode in zip(rows, self._episodes):
-            episode.write_response(row)
-        return split_observation(rows, self.task)
+        return batch_observation(self.task, self._episodes)
 
     # -- gymnasium API -----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
