@@ -51,3 +51,27 @@ def test_recorded_command_writes_list_values_as_typed():
     args = argparse.Namespace(noise=(0.0, 12.5), out="x", check=print, flag=True)
     assert records.recorded_command("rlvr-world policy-eval", args) == \
         "rlvr-world policy-eval --noise 0,12.5 --out x --flag"
+
+
+def test_a_rewritten_results_file_does_not_make_the_commit_dirty(tmp_path):
+    """Benchmarks rewrite benchmarks/results as they run; only a change elsewhere is "+dirty"."""
+    import subprocess
+
+    from rlvr_envs.core.records import git_commit
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "a.json").write_text("{}")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "init")
+    clean = git_commit(tmp_path)
+    assert clean and not clean.endswith("+dirty")
+    (tmp_path / "benchmarks" / "results" / "a.json").write_text('{"new": 1}')
+    assert git_commit(tmp_path) == clean
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert git_commit(tmp_path) == clean + "+dirty"

@@ -53,12 +53,15 @@ def machine_description(threads: int | None = None) -> str:
 
 
 def git_commit(root: str | os.PathLike | None = None) -> str | None:
-    """The checkout's commit (with "+dirty" when files differ), or None outside a git checkout."""
+    """The checkout's commit (with "+dirty" when tracked files other than results differ), or
+    None outside a git checkout. Results files are left out: a benchmark run after another
+    has rewritten them, and they do not change what is measured."""
     cwd = Path(root) if root is not None else Path(__file__).resolve().parents[2]
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True,
                                 timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)benchmarks/results"], cwd=cwd,
                                capture_output=True, text=True, timeout=10, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
