@@ -516,13 +516,16 @@ def _env_overhead(files: list[dict]) -> str:
             text += (f" A do-nothing env with the same spaces through `gym.make` (the \"gymnasium floor\": fresh "
                      f"observations, the default wrappers, no work) already costs "
                      f"{_seconds_range([r['api_floor_us_per_response'] for r in runs])} µs, "
-                     f"{' and '.join(f'{x:.0f}%' for x in share)} of the verifier, so on this machine the goal is below "
-                     f"what the API itself allows; the env's own work is the difference between the two columns.")
+                     f"{' and '.join(f'{x:.0f}%' for x in share)} of the verifier: the goal leaves the env's own work "
+                     f"(checking the action, writing the response, the info) no room on this machine. The env path "
+                     f"costs more than the verifier plus the env alone, although `task.verify` takes as long inside "
+                     f"the env as bare: the env's code runs slower between real verifications than in a tight loop.")
     if all(r["batched_speedup"] < 1 for r in runs):
         text += (f" The batched vector env does not beat a loop for text tasks "
                  f"({' and '.join(format(r['batched_speedup'], '.2f') + 'x' for r in runs)}), whose verification is "
-                 "per-response Python either way; it exists for the video rewards, where one batched decode and metric call "
-                 "serve the batch.")
+                 "per-response Python either way, and its same-step autoreset builds one more observation per step (the "
+                 "next episode's), which costs most with long prompts (ByteSized32's); it exists for the video rewards, "
+                 "where one batched decode and metric call serve the batch.")
     return text
 
 
