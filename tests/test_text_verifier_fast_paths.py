@@ -3,7 +3,7 @@
 Three shortcuts make the verifier cheaper, and each must change no reward or metric:
 - `RebuiltState.flatten(known=...)` reuses the fields of objects the answer left untouched;
 - `score_prediction` finds a right answer with one dict comparison and counts wrong fields once;
-- `parse_json_object(required_keys=...)` refuses, before any repair, text that never names a key.
+- `parse_json_object(required_keys=...)` refuses, before the slow repair, text that never names a key.
 Each is checked against the plain definition on every single mutation of gold answers (generated
 MiniTextWorld rows and the real ByteSized32 sample), on removals, creations and defects.
 """
@@ -115,4 +115,7 @@ def test_required_keys_are_found_through_escapes_and_named_when_missing():
     spelled = '{"\\u006dodified": [], "removed": [], "score": {"score": 0, "gameOver": false, "gameWon": false}}'
     assert parse_json_object(spelled, required_keys=text_state.ANSWER_KEYS)["modified"] == []
     with pytest.raises(AnswerError, match="no 'removed' key"):
-        parse_json_object('{"modified": [], "score": {}} trailing', required_keys=text_state.ANSWER_KEYS)
+        parse_json_object("{'modified': [], 'score': {},}", required_keys=text_state.ANSWER_KEYS)
+    # truncation is still named as such (it is checked first)
+    with pytest.raises(AnswerError, match="truncated JSON"):
+        parse_json_object('{"modified": [{"uuid": 1}], "sc', required_keys=text_state.ANSWER_KEYS)

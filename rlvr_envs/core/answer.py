@@ -222,10 +222,10 @@ def parse_json_object(text: str, required_keys: tuple[str, ...] = ()) -> dict[st
 
     Raises `AnswerError` for a response over the size limit, no object, a truncated or too
     deeply nested object, or JSON that cannot be repaired (see the module docstring).
-    `required_keys` (the task checks them after parsing) lets an answer whose text names
-    none of one be refused before any decoding or repair: most malformed model output goes
-    nowhere near the slow repair then. Only the key *names* are looked for, so this never
-    refuses an answer the task would accept.
+    `required_keys` (the task checks them after parsing) lets malformed JSON whose text never
+    names one of them be refused before the slow repair (`json_repair`, pure Python), where
+    most malformed model output would otherwise go. Only the key *names* are looked for, so
+    this never refuses an answer the task would accept.
     """
     check_response_size(text)
     answer = extract_answer(text)
@@ -236,10 +236,6 @@ def parse_json_object(text: str, required_keys: tuple[str, ...] = ()) -> dict[st
     if end < start:
         raise AnswerError("truncated JSON (the object is never closed)")
     candidate = answer[start:end + 1]
-    if "\\" not in candidate:  # a \u escape could spell a key (JSON decoding would find it)
-        for key in required_keys:
-            if key not in candidate:
-                raise AnswerError(f"the answer has no {key!r} key (it needs {', '.join(map(repr, required_keys))})")
     try:  # the fast path: most answers are well-formed JSON, which the C decoder reads at once
         value = json.loads(candidate)
     except (json.JSONDecodeError, RecursionError):
@@ -258,6 +254,10 @@ def parse_json_object(text: str, required_keys: tuple[str, ...] = ()) -> dict[st
         if reason.startswith("nested"):
             raise AnswerError(f"JSON {reason}")
         raise AnswerError(f"truncated JSON ({reason})")
+    if "\\" not in candidate:  # (a \u escape could spell a key) no repair can add a key the text never names
+        for key in required_keys:
+            if key not in candidate:
+                raise AnswerError(f"the answer has no {key!r} key (it needs {', '.join(map(repr, required_keys))})")
     try:
         value = _decode(candidate)
     except AnswerError:
