@@ -94,7 +94,10 @@ def test_required_keys_refuse_nothing_the_task_accepts(task_pairs, source):  # n
         gold = task.target_text(index)
         texts += [(index, gold), (index, gold.replace('"removed"', '"remove"')), (index, gold.replace("{", "[", 1)),
                   (index, gold.replace('"', "'")), (index, gold[: len(gold) // 2])]
-        texts += [(index, json.dumps(variant)) for variant, _ in fixed_mutations(json.loads(gold))]
+        for variant, _ in fixed_mutations(json.loads(gold)):
+            text = json.dumps(variant)
+            # as it is (the C decoder), and with a trailing comma (malformed: the path the check guards)
+            texts += [(index, text), (index, text[:-1] + ",}")]
     for index, text in texts:
         try:
             plain = parse_json_object(text)
@@ -112,7 +115,8 @@ def test_required_keys_refuse_nothing_the_task_accepts(task_pairs, source):  # n
 
 
 def test_required_keys_are_found_through_escapes_and_named_when_missing():
-    spelled = '{"\\u006dodified": [], "removed": [], "score": {"score": 0, "gameOver": false, "gameWon": false}}'
+    # malformed (single quotes, a trailing comma), so it reaches the check; the escape spells "modified"
+    spelled = "{'\\u006dodified': [], 'removed': [], 'score': {'score': 0, 'gameOver': False, 'gameWon': False},}"
     assert parse_json_object(spelled, required_keys=text_state.ANSWER_KEYS)["modified"] == []
     with pytest.raises(AnswerError, match="no 'removed' key"):
         parse_json_object("{'modified': [], 'score': {},}", required_keys=text_state.ANSWER_KEYS)
