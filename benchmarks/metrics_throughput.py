@@ -108,8 +108,9 @@ def markdown(result: dict) -> str:
         f"Machine: {result['machine']['device']} ({result['machine']['cpu']}, {result['machine']['cpu_count']} cores, "
         f"torch threads {result['machine']['torch_threads']}), torch {result['machine']['torch']}  ",
         f"LPIPS: net `{result['lpips_net']}`, backbone `{result['lpips_backbone']}`  ",
-        f"Load average before/after: {result['load_average']['before']} / {result['load_average']['after']} "
-        "(shared machine; rounds alternate the modes)" + (f"; {note(result['run'])}" if "run" in result else ""),
+        (f"Run: {note(result['run'])}; rounds alternate the modes" if "run" in result else
+         f"Load average before/after: {result['load_average']['before']} / {result['load_average']['after']} "
+         "(shared machine; rounds alternate the modes)"),
         "",
         "| resolution | frames/call | per-frame fps | batched fps | batched / per-frame | group fps | "
         "group / per-frame |",
