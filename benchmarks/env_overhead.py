@@ -29,6 +29,7 @@ import numpy as np
 
 import rlvr_envs  # noqa: F401  (registers the RLVRWorld ids)
 from benchmarks.text_verifier_throughput import make_responses
+from rlvr_envs.core.episode import observation_views
 from rlvr_envs.core.records import RunRecord, note
 
 RESULTS = Path(__file__).parent / "results"
@@ -45,12 +46,10 @@ class ApiFloorEnv(gym.Env):
     def __init__(self, like: gym.Env):
         self.observation_space, self.action_space = like.observation_space, like.action_space
         task = like.unwrapped.task
-        self._blank, self._p, self._r = task.blank_observation(0), task.max_prompt_len, task.max_response_len
+        self._blank, self._prompt_len = task.blank_observation(0), task.max_prompt_len
 
     def _obs(self) -> dict[str, np.ndarray]:
-        row, p, r = self._blank.copy(), self._p, self._r
-        return {"prompt": row[:p], "prompt_len": row[p:p + 1], "response": row[p + 1:p + 1 + r],
-                "response_len": row[p + 1 + r:]}
+        return observation_views(self._blank.copy(), self._prompt_len)
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)

@@ -20,6 +20,7 @@ Writes `benchmarks/results/text_verifier_throughput.json` (and `.md`).
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import json
 import os
@@ -126,7 +127,7 @@ def export(rev: str, into: Path) -> str:
 
 def best_of(runs: list[dict]) -> dict:
     """Per case and kind, the fastest of the rounds (the one least disturbed by other load)."""
-    merged = json.loads(json.dumps(runs[0]))
+    merged = copy.deepcopy(runs[0])
     for env_id, case in merged.items():
         for kind in KINDS:
             case["us_by_kind"][kind] = min(run[env_id]["us_by_kind"][kind] for run in runs)

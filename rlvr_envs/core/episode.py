@@ -135,9 +135,8 @@ class Episode:
         """A fresh observation (gymnasium's rule: users keep what they are given): views of
         one copy of the task's blank row, with the response written in."""
         row = self.task.blank_observation(self.index).copy()
-        p = self.task.max_prompt_len
-        self.write_response(row[p:])
-        return {"prompt": row[:p], "prompt_len": row[p:p + 1], "response": row[p + 1:-1], "response_len": row[-1:]}
+        self.write_response(row[self.task.max_prompt_len:])
+        return observation_views(row, self.task.max_prompt_len)
 
     def info(self, result: RewardResult | None = None) -> dict[str, Any]:
         """The step info: which transition, and once final, the verified result."""
@@ -147,6 +146,12 @@ class Episode:
                         metrics=dict(result.metrics), max_reward=result.max_reward,
                         response_len=len(self.response))
         return info
+
+
+def observation_views(row: np.ndarray, max_prompt_len: int) -> dict[str, np.ndarray]:
+    """The observation dict as views of one row laid out as `Task.blank_observation`."""
+    p = max_prompt_len
+    return {"prompt": row[:p], "prompt_len": row[p:p + 1], "response": row[p + 1:-1], "response_len": row[-1:]}
 
 
 def batch_observation(task: Task, episodes: Sequence[Episode]) -> dict[str, np.ndarray]:

@@ -147,17 +147,24 @@ def flatten_object(uuid: int, obj: Mapping[str, Any]) -> dict[tuple, Any]:
     return flat
 
 
-def flatten_state(objects: Mapping[int, Mapping[str, Any]], score: Mapping[str, Any]) -> dict[tuple, Any]:
-    """Every comparable field of a state: (uuid, field) for objects, ("score", key) for score."""
+#: uuid -> (object, its fields): objects flattened before, reused while they stay the same object
+KnownFields = Mapping[int, tuple[Mapping[str, Any], dict[tuple, Any]]]
+
+
+def flatten_state(objects: Mapping[int, Mapping[str, Any]], score: Mapping[str, Any],
+                  known: KnownFields | None = None) -> dict[tuple, Any]:
+    """Every comparable field of a state: (uuid, field) for objects, ("score", key) for score.
+
+    An object found in `known` (`object_fields` of the current state) as the very same object
+    reuses its fields: a rebuilt state shares most objects with the current one, and
+    flattening them again was the verifier's main cost on large states."""
+    known = known or {}
     flat: dict[tuple, Any] = {}
     for uuid, obj in objects.items():
-        flat.update(flatten_object(uuid, obj))
-    flat.update(_score_fields(score))
-    return flat
-
-
-def _score_fields(score: Mapping[str, Any]) -> dict[tuple, Any]:
-    flat = {("score", key): _canonical(score[key]) if key in score else _ABSENT for key in SCORE_FIELDS}
+        cached = known.get(uuid)
+        flat.update(cached[1] if cached is not None and cached[0] is obj else flatten_object(uuid, obj))
+    for key in SCORE_FIELDS:
+        flat[("score", key)] = _canonical(score[key]) if key in score else _ABSENT
     for key in score:
         if key not in SCORE_FIELDS:
             flat[("score", str(key))] = _canonical(score[key])
@@ -165,7 +172,7 @@ def _score_fields(score: Mapping[str, Any]) -> dict[tuple, Any]:
 
 
 def object_fields(objects: Mapping[int, Mapping[str, Any]]) -> dict[int, tuple[Mapping[str, Any], dict[tuple, Any]]]:
-    """uuid -> (object, its fields), the cache `RebuiltState.flatten` reuses for untouched objects."""
+    """uuid -> (object, its fields): the `known` that `flatten_state` reuses for untouched objects."""
     return {uuid: (obj, flatten_object(uuid, obj)) for uuid, obj in objects.items()}
 
 
@@ -190,19 +197,9 @@ class RebuiltState:
     #: (key, reason) of every entry counted as one wrong field (an unknown removal, ...)
     defects: list[tuple[tuple, str]] = field(default_factory=list)
 
-    def flatten(self, known: Mapping[int, tuple[Mapping[str, Any], dict[tuple, Any]]] | None = None) -> dict[tuple, Any]:
-        """Every comparable field (see `flatten_state`). `known` maps uuid -> (object, its
-        fields) for objects flattened before (`object_fields` of the current state): an
-        object the answer left untouched (the same object) reuses its fields instead of
-        being flattened again, the verifier's main cost on large states."""
-        if known is None:
-            flat = flatten_state(self.objects, self.score)
-        else:
-            flat = {}
-            for uuid, obj in self.objects.items():
-                cached = known.get(uuid)
-                flat.update(cached[1] if cached is not None and cached[0] is obj else flatten_object(uuid, obj))
-            flat.update(_score_fields(self.score))
+    def flatten(self, known: KnownFields | None = None) -> dict[tuple, Any]:
+        """Every comparable field (see `flatten_state`, which reuses `known`), defects included."""
+        flat = flatten_state(self.objects, self.score, known)
         for key, reason in self.defects:
             flat[key] = ("<defect>", reason)  # a key the real state never has: a wrong field
         return flat
@@ -273,13 +270,13 @@ def score_prediction(current_flat: dict[tuple, Any], gold_flat: dict[tuple, Any]
     changed = changed if isinstance(changed, (set, frozenset)) else set(changed)
     if gold_flat == predicted_flat:  # one comparison in C: a right answer has no wrong field
         wrong: set[tuple] = set()
-        all_keys = gold_flat.keys()
+        score_n = obj_n = 0  # (every accuracy is 1 then)
     else:
         all_keys = gold_flat.keys() | predicted_flat.keys()
         wrong = {k for k in all_keys if gold_flat.get(k, _MISSING) != predicted_flat.get(k, _MISSING)}
-    score_n = sum(k[0] == "score" for k in all_keys) if wrong else 0
+        score_n = sum(k[0] == "score" for k in all_keys)
+        obj_n = len(all_keys) - score_n
     score_wrong = sum(k[0] == "score" for k in wrong)
-    obj_n = len(all_keys) - score_n if wrong else 0
     obj_wrong = len(wrong) - score_wrong
     changed_n = len(changed)
     changed_ok = changed_n - len(wrong & changed) if changed_n else 0

@@ -70,7 +70,8 @@ def row_to_transition(row: Mapping[str, Any], split: str, rules: Mapping[str, st
     next_score = {k: row["next_score_state"].get(k) for k in SCORE_FIELDS}
     before = text_state.objects_by_uuid(current["objects"])
     after = text_state.objects_by_uuid(tick["objects"])
-    current_flat = text_state.flatten_state(before, current_score)
+    current_fields = text_state.object_fields(before)  # flattened once: every verification reuses them
+    current_flat = text_state.flatten_state(before, current_score, known=current_fields)
     gold_flat = text_state.flatten_state(after, next_score)
     changed_fields = frozenset(text_state.changed_fields(current_flat, gold_flat))
     return Transition(
@@ -84,8 +85,7 @@ def row_to_transition(row: Mapping[str, Any], split: str, rules: Mapping[str, st
         changed=bool(changed_fields),
         meta={"game": row["game"], "state_id": row["state_id"], "rules": rules,
               "current_flat": current_flat, "gold_flat": gold_flat, "changed_fields": changed_fields,
-              # built once here, reused by every verification (see TextGameTask.parse/score)
-              "current_by_uuid": before, "current_fields": text_state.object_fields(before)},
+              "current_by_uuid": before, "current_fields": current_fields},
     )
 
 
