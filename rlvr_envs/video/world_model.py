@@ -99,14 +99,21 @@ def _kv_cache(output):
 @torch.no_grad()
 def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: SingleStepLayout | MultiStepLayout,
                        future_action_tokens: np.ndarray | None = None, temperature: float = 1.0,
-                       top_k: int | None = None, seed: int | None = None, use_cache: bool = True) -> np.ndarray:
+                       top_k: int | None = None, seed: int | None = None, use_cache: bool = True,
+                       engine: str = "auto") -> np.ndarray:
     """Responses [B, layout.response_len] to equal-length prompts [B, P].
 
     `future_action_tokens` [B, T, A] are the given actions a multi-step layout forces after
-    each frame. `use_cache=False` recomputes the whole sequence every step (benchmarks only).
-    Everything stays on the model's device until the finished batch is copied back once;
-    run it inside `Precision.autocast()` for bf16.
+    each frame. `engine`: "static" decodes over a preallocated KV cache, one CUDA graph replay
+    per token on a GPU, each distinct prompt prefilled once (`rlvr_envs.video.static_decoder`);
+    "eager" runs a Hugging Face forward per token; "auto" is static on CUDA, eager on CPU
+    (where graphs do not exist and the two run at about the same speed). Both draw the same
+    random numbers, so greedy responses agree. `use_cache=False` recomputes the whole sequence
+    every step (benchmarks only). Everything stays on the model's device until the finished
+    batch is copied back once; run it inside `Precision.autocast()` for bf16.
     """
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     prompts = torch.as_tensor(np.asarray(prompts), dtype=torch.long)
     batch = prompts.shape[0]
     forced = layout.loss_mask() == False  # noqa: E712  (numpy mask)
@@ -117,12 +124,31 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
         np.asarray(future_action_tokens), dtype=torch.long).reshape(batch, -1).to(device)
     generator = generator_for(device, seed)  # sampling draws on the model's device: no per-token host sync
     prompts = prompts.to(device)
-    out = model(input_ids=prompts, use_cache=use_cache)
-    past, logits = _kv_cache(out), out.logits[:, -1]
-    with decode_threads(batch if use_cache and device.type == "cpu" else None):
-        return _decode(model, prompts, layout, actions, forced, past, logits, temperature, top_k, generator,
-                       use_cache)
+    if use_cache and (engine == "static" or (engine == "auto" and device.type == "cuda")):
+        from rlvr_envs.video.static_decoder import decoder_for
 
+        decoder = decoder_for(model, batch, prompts.shape[1] + layout.response_len)
+        return _decode(decoder.step, prompts, layout, actions, forced, decoder.prefill(prompts), temperature,
+                       top_k, generator)
+    out = model(input_ids=prompts, use_cache=use_cache)
+    cache = {"past": _kv_cache(out)}
+
+    def feed(step: torch.Tensor) -> torch.Tensor:  # the eager forward of the tokens just chosen
+        if use_cache:
+            out = model(input_ids=step, use_cache=True, **{_cache_argument(model): cache["past"]})
+            cache["past"] = _kv_cache(out)
+        else:
+            cache["sequence"] = torch.cat([cache.get("sequence", prompts), step], dim=1)
+            out = model(input_ids=cache["sequence"], use_cache=False)
+        return out.logits[:, -1]
+
+    with decode_threads(batch if use_cache and device.type == "cpu" else None):
+        return _decode(feed, prompts, layout, actions, forced, out.logits[:, -1], temperature, top_k, generator,
+                       chunked=True)
+
+
+#: `generate_responses`'s decode paths
+ENGINES = ("auto", "static", "eager")
 
 #: on CPU, cached decoding of fewer sequences than this runs on one thread (see `decode_threads`)
 SMALL_DECODE_BATCH = 8
@@ -146,16 +172,19 @@ def decode_threads(batch: int | None):
         torch.set_num_threads(previous)
 
 
-def _decode(model, prompts, layout, actions, forced, past, logits, temperature, top_k, generator,
-            use_cache) -> np.ndarray:
-    """The response positions after the prompt's forward: sampled frame codes, forced actions."""
+def _decode(feed, prompts, layout, actions, forced, logits, temperature, top_k, generator,
+            chunked: bool = False) -> np.ndarray:
+    """The response positions after the prompt's forward: sampled frame codes, forced actions.
+    `feed(tokens [B, n])` runs the chosen tokens through the model and returns the next logits;
+    `chunked` feeds a run of forced action tokens in one call, else one token at a time (the
+    static decoder's fixed-shape step)."""
     batch, device = prompts.shape[0], logits.device
     response = torch.empty((batch, layout.response_len), dtype=torch.long, device=device)
     position, action_used = 0, 0
     while position < layout.response_len:
         if forced[position]:
-            end = position
-            while end < layout.response_len and forced[end]:
+            end = position + 1
+            while chunked and end < layout.response_len and forced[end]:
                 end += 1
             step = actions[:, action_used: action_used + end - position]
             action_used += end - position
@@ -166,13 +195,7 @@ def _decode(model, prompts, layout, actions, forced, past, logits, temperature, 
         position = end
         if position == layout.response_len:
             break
-        if use_cache:
-            out = model(input_ids=step, use_cache=True, **{_cache_argument(model): past})
-            past = _kv_cache(out)
-        else:
-            sequence = torch.cat([prompts, response[:, :position]], dim=1)
-            out = model(input_ids=sequence, use_cache=False)
-        logits = out.logits[:, -1]
+        logits = feed(step)
     return response.cpu().numpy()
 
 

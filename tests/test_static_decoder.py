@@ -1,0 +1,94 @@
+"""The static-cache decode path (the one CUDA graphs replay) against the eager Hugging Face path."""
+
+import numpy as np
+import pytest
+import torch
+
+from rlvr_envs.video.layout import MultiStepLayout, SingleStepLayout, VideoVocabulary
+
+
+def _model(vocab, length, seed=0):
+    from rlvr_envs.video.world_model import build_world_model
+
+    model = build_world_model(vocab, length, "tiny", seed=seed).eval()
+    with torch.no_grad():  # spread the logits, so float rounding between the paths cannot flip an argmax
+        model.lm_head.weight.mul_(50)
+    return model
+
+
+def _layouts():
+    vocab = VideoVocabulary(frame_codes=40, action_bins=8)
+    return vocab, {"single": SingleStepLayout(vocab, tokens_per_frame=6, action_dims=2, history=2),
+                   "multi": MultiStepLayout(vocab, tokens_per_frame=4, action_dims=2, history=1, future=3)}
+
+
+def _prompts(vocab, layout, rows, rng):
+    history = layout.history
+    frames = rng.integers(0, vocab.frame_codes, (rows, history, layout.tokens_per_frame))
+    actions = vocab.action_tokens(rng.integers(0, vocab.action_bins, (rows, history, 2)))
+    given = None
+    if isinstance(layout, MultiStepLayout):
+        given = vocab.action_tokens(rng.integers(0, vocab.action_bins, (rows, layout.future, 2)))
+        return np.stack([layout.prompt(f, a) for f, a in zip(frames, actions)]), given
+    return np.stack([layout.prompt(f, a) for f, a in zip(frames, actions)]), given
+
+
+@pytest.mark.parametrize("kind", ["single", "multi"])
+def test_static_decoder_gives_the_eager_greedy_and_sampled_tokens(kind):
+    from rlvr_envs.video.world_model import generate_responses
+
+    vocab, layouts = _layouts()
+    layout = layouts[kind]
+    model = _model(vocab, layout.prompt_len + layout.response_len)
+    prompts, given = _prompts(vocab, layout, 3, np.random.default_rng(1))
+    grouped = np.repeat(prompts, 2, axis=0)  # a GRPO batch: each prompt twice, prefilled once
+    given = None if given is None else np.repeat(given, 2, axis=0)
+    for temperature, top_k in ((0.0, None), (1.0, 5)):
+        eager = generate_responses(model, grouped, layout, given, temperature=temperature, top_k=top_k, seed=7,
+                                   engine="eager")
+        static = generate_responses(model, grouped, layout, given, temperature=temperature, top_k=top_k, seed=7,
+                                    engine="static")
+        assert np.array_equal(eager, static), (temperature, eager, static)
+    if given is not None:
+        assert np.array_equal(static[:, ~layout.loss_mask()].reshape(given.shape), given)
+
+
+def test_static_decoder_logits_match_the_model_forward_and_refuse_overflow():
+    from rlvr_envs.video.static_decoder import StaticDecoder, decoder_for
+
+    vocab = VideoVocabulary(frame_codes=40, action_bins=8)
+    model = _model(vocab, 16, seed=2)
+    tokens = torch.as_tensor(np.random.default_rng(0).integers(0, 40, (2, 12)))
+    decoder = StaticDecoder(model, batch=2, max_len=12)
+    logits = [decoder.prefill(tokens[:, :8])] + [decoder.step(tokens[:, i]) for i in range(8, 12)]
+    with torch.no_grad():
+        full = model(input_ids=tokens).logits[:, 7:12]
+    assert torch.allclose(torch.stack(logits, 1), full, atol=1e-4)
+    with pytest.raises(ValueError, match="full"):
+        decoder.step(tokens[:, 0])
+    assert decoder_for(model, 2, 12) is decoder_for(model, 2, 12)  # built once per shape
+    assert decoder_for(model, 4, 12) is not decoder_for(model, 2, 12)
+
+
+def test_static_decoder_under_bf16_autocast_keeps_a_bf16_cache_and_close_logits():
+    from rlvr_envs.video.static_decoder import StaticDecoder
+
+    vocab = VideoVocabulary(frame_codes=40, action_bins=8)
+    model = _model(vocab, 16, seed=3)
+    tokens = torch.as_tensor(np.random.default_rng(1).integers(0, 40, (2, 10)))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        decoder = StaticDecoder(model, batch=2, max_len=10)
+        last = decoder.prefill(tokens[:, :9])
+        last = decoder.step(tokens[:, 9])
+    with torch.no_grad():
+        full = model(input_ids=tokens).logits[:, -1]
+    assert decoder.keys.dtype == torch.bfloat16
+    assert (last.float() - full).abs().max() <= 0.05 * full.abs().max()
+
+
+def test_unknown_engine_is_refused():
+    from rlvr_envs.video.world_model import generate_responses
+
+    vocab, layouts = _layouts()
+    with pytest.raises(ValueError, match="engine"):
+        generate_responses(None, np.zeros((1, 3), dtype=int), layouts["single"], engine="fast")
