@@ -34,3 +34,39 @@ def test_pusht_keeps_its_defaults_and_bad_datasets_fail_early():
     assert Args(frame_skip=2, future=3).validate().frame_skip == 2
     with pytest.raises(ValueError, match="one of pusht, rt1, rope, granular"):
         Args(dataset="rt2").validate()
+
+
+def test_a_step_in_micro_batches_equals_the_step_in_one_forward():
+    """Gradient accumulation: the same update whatever the split (the loss is the batch's token mean)."""
+    import numpy as np
+    import torch
+
+    from rlvr_envs.core.device import setup_device
+    from rlvr_envs.core.sizing import config_cost, micro_batch
+    from rlvr_envs.video.layout import VideoVocabulary
+    from rlvr_envs.video.world_model import build_world_model
+    from trainers.distributed import TrainRun
+    from trainers.train_video_world_model import make_optimizer, training_step
+
+    vocab = VideoVocabulary(frame_codes=30, action_bins=4)
+    rng = np.random.default_rng(0)
+    windows = torch.as_tensor(rng.integers(0, 30, (6, 12)))
+    labels = windows.clone()
+    labels[:, :3] = -100
+    labels[1, :9] = -100  # windows with different numbers of labelled tokens
+    counts = (labels[:, 1:] != -100).sum(1).numpy()
+    run = TrainRun(None, setup_device("cpu", "fp32"))
+    pick = np.array([0, 1, 2, 3])
+    results = []
+    for micro in (4, 2, 1):
+        model = build_world_model(vocab, 12, "tiny", seed=0)
+        optimizer = make_optimizer(model, 1e-2, torch.device("cpu"))
+        loss = training_step(model, optimizer, run, windows, labels, pick, counts, micro)
+        results.append((float(loss), {name: p.grad.clone() for name, p in model.named_parameters()}))
+    for loss, grads in results[1:]:  # gradients, not weights: Adam's first step is ~lr * sign(gradient)
+        assert abs(loss - results[0][0]) < 1e-5
+        assert all(torch.allclose(grads[k], results[0][1][k], rtol=1e-4, atol=1e-7) for k in grads)
+    cost = config_cost(model.config, 12)
+    assert micro_batch(cost, 64, None) == 64  # no memory figure (a CPU): the whole batch
+    assert micro_batch(cost, 64, cost.state_bytes / 0.9 + 5.5 * cost.activation_bytes_per_sample) == 4  # divisor of 64
+    assert micro_batch(cost, 64, 1.0) == 1

@@ -65,7 +65,8 @@ class Args:
     device: str = "auto"  #: auto (CUDA when present), cpu, cuda or cuda:N
     precision: str = "auto"  #: auto (bf16 autocast where the device computes bf16 natively), bf16 or fp32
     bf16: bool = False  #: force bf16 autocast (same as --precision bf16; emulated, so slower, on CPUs without AMX)
-    compile: bool = False  #: torch.compile the model (worth it on a GPU for long runs)
+    no_compile: bool = False  #: skip torch.compile (on by default on CUDA; its warm-up is the card's first_step_seconds)
+    micro_batch: int = 0  #: windows per forward; 0 = the largest that fits the GPU by rlvr_envs.core.sizing (accumulating to --batch-size)
     resume: bool = False
     init: str = ""  #: continue training this saved model (e.g. the shipped one) instead of a fresh one
     max_seconds: float = 0.0  #: stop after this much training time (0 = run all steps); for matched-time baselines
@@ -79,6 +80,8 @@ class Args:
             raise ValueError("steps and batch_size must be positive")
         if self.dataset not in DATASETS:
             raise ValueError(f"--dataset {self.dataset!r}: one of {', '.join(DATASETS)}")
+        if self.micro_batch < 0:
+            raise ValueError("micro_batch must be >= 0 (0: the largest that fits)")
         if self.frame_skip < 0 or self.future < 0:
             raise ValueError("frame_skip and future must be >= 0 (0: the dataset's default)")
         from rlvr_envs.core.device import PRECISIONS, resolve_device
@@ -121,6 +124,43 @@ def training_arrays(task) -> tuple[np.ndarray, np.ndarray]:
         sequences.append(sequence)
         labels.append(label)
     return np.stack(sequences), np.stack(labels)
+
+
+def training_step(model, optimizer, run, windows: torch.Tensor, targets: torch.Tensor, pick: np.ndarray,
+                  counts: np.ndarray, micro: int) -> torch.Tensor:
+    """One optimizer step on this rank's windows `pick` (rows of the device-resident `windows` and
+    `targets`), in forwards of `micro` windows whose gradients accumulate. The loss is the mean
+    over the whole batch's labelled tokens (`counts`: labelled tokens per window, on the host) for
+    any split, and across DDP ranks. Returns it as a device tensor: nothing here waits for the GPU."""
+    total = float(counts[pick].sum())
+    scale = run.global_scale(total)
+    rows = torch.as_tensor(pick).to(windows.device, non_blocking=True)
+    optimizer.zero_grad(set_to_none=True)
+    mean = torch.zeros((), device=windows.device)
+    for start in range(0, len(pick), micro):
+        part = rows[start:start + micro]
+        with run.precision.autocast():
+            loss = model(input_ids=windows[part], labels=targets[part]).loss
+        weight = float(counts[pick[start:start + micro]].sum()) / max(total, 1.0)
+        run.backward(loss * (weight * scale))
+        mean += loss.detach() * weight
+    run.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return mean
+
+
+def make_optimizer(model, lr: float, device: torch.device) -> torch.optim.Optimizer:
+    """AdamW, fused into a few kernels on CUDA (the per-parameter loop is launch-bound at these sizes)."""
+    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.95),
+                             fused=device.type == "cuda")
+
+
+def auto_micro_batch(model, tokens: int, wanted: int, device: torch.device) -> int:
+    """The largest forward that fits `device` by the sizing estimate (all of `wanted` on a CPU)."""
+    from rlvr_envs.core.sizing import config_cost, micro_batch
+
+    memory = torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else None
+    return micro_batch(config_cost(model.config, tokens), wanted, memory)
 
 
 @torch.no_grad()
@@ -191,7 +231,7 @@ def main(args: Args) -> dict:
         state = None
     check_world_model_config(model.config, train_task.vocab, train_task.layout)
     model.to(run.device)  # before the optimizer loads its state, so the state lands on the device too
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01, betas=(0.9, 0.95))
+    optimizer = make_optimizer(model, args.lr, run.device)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer,  # a Python float: numpy scalars in the state would not load with weights_only=True
         lambda s: float(min(1.0, (s + 1) / args.warmup) * 0.5 * (1 + np.cos(np.pi * min(1.0, s / args.steps)))))
@@ -199,15 +239,25 @@ def main(args: Args) -> dict:
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
     parameters = sum(p.numel() for p in model.parameters())
-    say(f"LLaMA preset {args.preset}: {parameters / 1e6:.1f}M parameters", flush=True)
+    per_rank = args.batch_size // run.world
+    micro = min(args.micro_batch, per_rank) if args.micro_batch else \
+        auto_micro_batch(model, sequences.shape[1], per_rank, run.device)
+    while per_rank % micro:  # equal parts
+        micro -= 1
+    compiled = run.device.type == "cuda" and not args.no_compile
+    say(f"LLaMA preset {args.preset}: {parameters / 1e6:.1f}M parameters; {per_rank} windows per step in forwards "
+        f"of {micro}{'; torch.compile' if compiled else ''}", flush=True)
     raw_model = model
-    model, optimizer = run.prepare(maybe_compile(model, args.compile), optimizer)
+    model, optimizer = run.prepare(maybe_compile(model, compiled), optimizer)
+    windows = torch.as_tensor(sequences).to(run.device)  # resident: no per-step host copies
+    window_labels = torch.as_tensor(labels).to(run.device)
+    counts = (labels[:, 1:] != -100).sum(axis=1)  # labelled tokens per window (the loss shifts by one)
     if run.is_main:
         out.mkdir(parents=True, exist_ok=True)
         keep_log_until(out / "log.jsonl", step)  # a resumed run repeats the steps after its checkpoint: log them once
     run.wait()
     log = (out / "log.jsonl").open("a", encoding="utf-8") if run.is_main else None
-    started, tokens = time.perf_counter(), 0
+    started, tokens, first_step_seconds = time.perf_counter(), 0, None
     history = []
     bar = tqdm(total=args.steps, initial=step, desc=f"MLE {args.layout}-step", unit="step", disable=not run.is_main)
     while step < args.steps:
@@ -216,21 +266,15 @@ def main(args: Args) -> dict:
             break
         model.train()
         pick = run.shard(np.random.default_rng([args.seed, step]).integers(len(sequences), size=args.batch_size))
-        pinned = run.device.type == "cuda"  # page-locked, so the copy overlaps the previous step's kernels
-        inputs = torch.as_tensor(sequences[pick]).pin_memory() if pinned else torch.as_tensor(sequences[pick])
-        targets = torch.as_tensor(labels[pick]).pin_memory() if pinned else torch.as_tensor(labels[pick])
-        inputs, targets = inputs.to(run.device, non_blocking=True), targets.to(run.device, non_blocking=True)
-        with run.precision.autocast():
-            # the loss is a mean over this rank's labelled tokens: weigh it so DDP's average is the global mean
-            loss = model(input_ids=inputs, labels=targets).loss
-        scaled = loss * run.global_scale(int((labels[pick][:, 1:] != -100).sum()))
-        optimizer.zero_grad(set_to_none=True)
-        run.backward(scaled)
-        run.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        began = time.perf_counter() if first_step_seconds is None else None
+        loss = training_step(model, optimizer, run, windows, window_labels, pick, counts, micro)
         schedule.step()
+        if began is not None:  # the first step holds torch.compile's warm-up: time it whole
+            if run.device.type == "cuda":
+                torch.cuda.synchronize(run.device)
+            first_step_seconds = time.perf_counter() - began
         step += 1
-        tokens += inputs.numel() * run.world
+        tokens += len(pick) * sequences.shape[1] * run.world
         bar.update(1)
         if not run.is_main:
             continue
@@ -251,7 +295,11 @@ def main(args: Args) -> dict:
             bar.write(f"step {step}: model MAE {report['model']['mae']:.5f} | copy-last-frame (tokens) "
                       f"{report['copy_last_frame_tokens']['mae']:.5f} | ceiling {report['tokenizer_ceiling']['mae']:.5f}")
     bar.close()
+    if run.device.type == "cuda":
+        torch.cuda.synchronize(run.device)  # the steps are queued ahead of the GPU: wait before timing them
     seconds = time.perf_counter() - started
+    first_tokens = args.batch_size * sequences.shape[1]  # the first step's, compile included
+    steady = (tokens - first_tokens) / max(seconds - (first_step_seconds or 0.0), 1e-9) if tokens > first_tokens else 0.0
     if not run.is_main:  # rank 0 evaluates and saves; the others are done
         run.end()
         return {"rank": run.rank, "steps": step}
@@ -263,6 +311,7 @@ def main(args: Args) -> dict:
             "args": dataclasses.asdict(args), "parameters": parameters, "train_windows": int(len(sequences)),
             "held_out_windows": len(eval_windows), "steps": step, "train_seconds_this_run": round(seconds, 1),
             "tokens_per_second": round(tokens / max(seconds, 1e-9)), "processes": run.world,
+            "tokens_per_second_after_first_step": round(steady), "micro_batch": micro, "compiled": compiled, "first_step_seconds": round(first_step_seconds or 0.0, 2),
             "machine": machine_line(run),
             "held_out": history[-1] if history else None, "eval_history": history}
     (out / "card.json").write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")

@@ -69,6 +69,23 @@ def llama_cost(hidden_size: int, num_hidden_layers: int, num_attention_heads: in
                       state_bytes=16.0 * parameters, tokens_per_sample=tokens)
 
 
+def config_cost(config: Any, tokens: int) -> PresetCost:
+    """`llama_cost` of a model's config (a `LlamaConfig` or anything with its size fields)."""
+    return llama_cost(config.hidden_size, config.num_hidden_layers, config.num_attention_heads,
+                      config.intermediate_size, config.vocab_size, tokens,
+                      getattr(config, "num_key_value_heads", None))
+
+
+def micro_batch(cost: PresetCost, wanted: int, memory_bytes: float | None) -> int:
+    """The largest micro-batch <= `wanted` whose activations fit `memory_bytes` by the estimate
+    (at least 1; `wanted` when the memory is unknown, as on a CPU), rounded down to a divisor of
+    `wanted` so gradient accumulation covers the batch in equal parts."""
+    fits = wanted if memory_bytes is None else max(1, min(wanted, cost.max_batch(memory_bytes)))
+    while wanted % fits:
+        fits -= 1
+    return fits
+
+
 def preset_cost(preset: dict[str, int], vocab_size: int, tokens: int) -> PresetCost:
     """`llama_cost` of a preset dict (hidden_size, num_hidden_layers, num_attention_heads, intermediate_size)."""
     return llama_cost(vocab_size=vocab_size, tokens=tokens, **preset)
