@@ -1,0 +1,252 @@
+"""World-model speed against the hardware, measured in one run: the device's ceilings, decoding
+eager vs static (KV cache + CUDA graphs), and training eager vs compiled.
+
+    python -m benchmarks.world_model_speed --device cuda        # paper preset, RT-1 single-step shapes
+    python -m benchmarks.world_model_speed --device cpu --tiny  # the same code path in seconds
+
+* ceilings: a large bf16 matmul's FLOP/s and a device-to-device copy's bytes/s (read + written),
+  the two rates every other figure is a share of.
+* decoding: `generate_responses` (temperature 1, top-k 100) of `batch` responses after a prompt
+  of RT-1's single-step length, tokens/s of each engine and its share of the memory floor: one
+  decode step must read the whole KV cache (bf16, every position of prompt + response) and the
+  bf16 weights once, so floor seconds per step = those bytes / the measured copy rate.
+* training: `trainers.train_video_world_model.training_step` on random windows of the same
+  length, eager and `torch.compile`d, tokens/s and MFU = tokens/s x training FLOPs per token
+  (`rlvr_envs.core.sizing`) / the measured matmul rate; the first step's loss of both (same
+  weights, same windows) shows compile changes no arithmetic beyond rounding.
+
+Writes benchmarks/results/world_model_speed.{json,md} (or --out) with the run record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RESULTS = Path(__file__).parent / "results" / "world_model_speed"
+
+
+@dataclass(frozen=True)
+class SpeedSizes:
+    preset: str = "paper"
+    tokens_per_frame: int = 320  #: RT-1: 16x20 codes of a 256x320 frame
+    history: int = 4
+    decode_batch: int = 64
+    train_batch: int = 32  #: windows per step (one forward when it fits)
+    train_steps: int = 12  #: timed steps per mode, after the first
+    matmul: int = 8192
+    copy_mib: int = 2048
+
+
+TINY = SpeedSizes(preset="tiny", tokens_per_frame=16, history=2, decode_batch=2, train_batch=2, train_steps=2,
+                  matmul=256, copy_mib=16)
+
+
+def _sync(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _timed(device, run, repeats: int = 1) -> float:
+    """Best wall seconds of `repeats` calls of `run` (after one warm-up call), synchronised."""
+    run()
+    best = float("inf")
+    for _ in range(repeats):
+        _sync(device)
+        began = time.perf_counter()
+        run()
+        _sync(device)
+        best = min(best, time.perf_counter() - began)
+    return best
+
+
+def ceilings(device, sizes: SpeedSizes) -> dict[str, float]:
+    """bf16 matmul FLOP/s (n x n x n, random data) and copy bytes/s (read + written) of `device`."""
+    import torch
+
+    n = sizes.matmul
+    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    matmul = _timed(device, lambda: torch.mm(a, b), repeats=5)
+    source = torch.empty(sizes.copy_mib * 2**20, dtype=torch.uint8, device=device)
+    target = torch.empty_like(source)
+    copy = _timed(device, lambda: target.copy_(source), repeats=5)
+    del a, b, source, target
+    return {"matmul_flops": 2 * n**3 / matmul, "copy_bytes_per_second": 2 * sizes.copy_mib * 2**20 / copy,
+            "matmul_size": n, "copy_mib": sizes.copy_mib}
+
+
+def _layout(sizes: SpeedSizes):
+    from rlvr_envs.video.layout import SingleStepLayout, VideoVocabulary
+
+    vocab = VideoVocabulary(frame_codes=4375, action_bins=256)
+    return vocab, SingleStepLayout(vocab, sizes.tokens_per_frame, 13, sizes.history)
+
+
+def decoding(device, precision, sizes: SpeedSizes, copy_rate: float) -> dict[str, Any]:
+    """Tokens/s of the eager and static engines at `decode_batch`, and each one's share of the floor."""
+    import torch
+
+    from rlvr_envs.video.world_model import build_world_model, generate_responses
+
+    vocab, layout = _layout(sizes)
+    length = layout.prompt_len + layout.response_len
+    model = build_world_model(vocab, length, sizes.preset).eval().to(device)
+    rng = np.random.default_rng(0)
+    prompts = np.stack([layout.prompt(rng.integers(0, vocab.frame_codes, (sizes.history, sizes.tokens_per_frame)),
+                                      vocab.action_tokens(rng.integers(0, 256, (sizes.history, 13))))
+                        for _ in range(sizes.decode_batch)])
+    config = model.config
+    head_dim = config.hidden_size // config.num_attention_heads
+    cache_bytes = 2 * config.num_hidden_layers * sizes.decode_batch * config.num_key_value_heads * head_dim * \
+        length * 2  # keys and values, bf16, every position
+    weight_bytes = 2 * sum(p.numel() for p in model.parameters()) - 2 * model.model.embed_tokens.weight.numel()
+    floor = (cache_bytes + weight_bytes) / copy_rate
+    generated = sizes.decode_batch * layout.response_len
+    out: dict[str, Any] = {"preset": sizes.preset, "parameters": sum(p.numel() for p in model.parameters()),
+                           "batch": sizes.decode_batch, "prompt_tokens": layout.prompt_len,
+                           "generated_per_sample": layout.response_len, "floor_bytes_per_step": cache_bytes + weight_bytes,
+                           "floor_seconds_per_step": floor, "engines": {}}
+    responses = {}
+    for engine in ("eager", "static"):
+        def run(engine=engine):
+            with precision.autocast():
+                responses[engine] = generate_responses(model, prompts, layout, temperature=1.0, top_k=100, seed=0,
+                                                       engine=engine)
+        seconds = _timed(device, run)
+        with precision.autocast():
+            greedy = generate_responses(model, prompts[:2], layout, temperature=0.0, engine=engine)
+        out["engines"][engine] = {"seconds": seconds, "tokens_per_second": generated / seconds,
+                                  "seconds_per_step": seconds / layout.response_len,
+                                  "share_of_memory_floor": floor / (seconds / layout.response_len),
+                                  "greedy": greedy}
+    eager, static = (out["engines"][e].pop("greedy") for e in ("eager", "static"))
+    out["greedy_tokens_equal"] = float((eager == static).mean())  # 1.0 in fp32; bf16 rounding may differ
+    out["speedup"] = out["engines"]["eager"]["seconds"] / out["engines"]["static"]["seconds"]
+    del model
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    return out
+
+
+def training(device, precision, sizes: SpeedSizes, matmul_flops: float, compile_too: bool) -> dict[str, Any]:
+    """Steady tokens/s and MFU of the MLE trainer's step, eager and compiled, on random windows."""
+    import torch
+
+    from rlvr_envs.core.sizing import config_cost
+    from rlvr_envs.video.world_model import build_world_model
+    from trainers.distributed import TrainRun
+    from trainers.train_video_world_model import auto_micro_batch, make_optimizer, training_step
+
+    vocab, layout = _layout(sizes)
+    length = layout.prompt_len + layout.response_len + 1
+    rng = np.random.default_rng(0)
+    windows = torch.as_tensor(rng.integers(0, vocab.frame_codes, (4 * sizes.train_batch, length))).to(device)
+    counts = np.full(len(windows), length - 1)
+    run = TrainRun(None, precision)
+    out: dict[str, Any] = {"preset": sizes.preset, "tokens_per_window": length, "batch": sizes.train_batch,
+                           "modes": {}}
+    for mode in ("eager", "compiled") if compile_too else ("eager",):
+        model = build_world_model(vocab, length, sizes.preset, seed=0).to(device).train()
+        cost = config_cost(model.config, length)
+        micro = auto_micro_batch(model, length, sizes.train_batch, device)
+        optimizer = make_optimizer(model, 1e-4, device)
+        step_model = torch.compile(model) if mode == "compiled" else model
+
+        def step(i: int):
+            pick = np.arange(i * sizes.train_batch, (i + 1) * sizes.train_batch) % len(windows)
+            return training_step(step_model, optimizer, run, windows, windows, pick, counts, micro)
+
+        began = time.perf_counter()
+        first_loss = float(step(0))  # a sync; compile happens here
+        first = time.perf_counter() - began
+        _sync(device)
+        began = time.perf_counter()
+        for i in range(1, sizes.train_steps + 1):
+            loss = step(i)
+        _sync(device)
+        seconds = time.perf_counter() - began
+        tokens_per_second = sizes.train_steps * sizes.train_batch * length / seconds
+        out["parameters"] = cost.parameters
+        out["train_flops_per_token"] = cost.train_flops_per_token
+        out["modes"][mode] = {"micro_batch": micro, "first_step_seconds": first, "first_loss": first_loss,
+                              "last_loss": float(loss), "tokens_per_second": tokens_per_second,
+                              "mfu": tokens_per_second * cost.train_flops_per_token / matmul_flops}
+        del model, step_model, optimizer
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+    if compile_too:
+        modes = out["modes"]
+        out["speedup"] = modes["compiled"]["tokens_per_second"] / modes["eager"]["tokens_per_second"]
+        out["first_loss_difference"] = abs(modes["compiled"]["first_loss"] - modes["eager"]["first_loss"])
+    return out
+
+
+def measure(device, precision, sizes: SpeedSizes, compile_too: bool) -> dict[str, Any]:
+    limits = ceilings(device, sizes)
+    return {"ceilings": limits, "sizes": asdict(sizes), "precision": precision.describe(),
+            "decoding": decoding(device, precision, sizes, limits["copy_bytes_per_second"]),
+            "training": training(device, precision, sizes, limits["matmul_flops"], compile_too)}
+
+
+def markdown(result: dict[str, Any]) -> list[str]:
+    limits, dec, train = result["ceilings"], result["decoding"], result["training"]
+    lines = [f"Ceilings measured in the same run: bf16 matmul ({limits['matmul_size']}^3) "
+             f"**{limits['matmul_flops'] / 1e12:.1f} TFLOP/s**, device copy **{limits['copy_bytes_per_second'] / 1e9:.0f} "
+             f"GB/s** (read + written); {result['precision']}.", "",
+             f"Decoding, preset {dec['preset']} ({dec['parameters'] / 1e6:.1f}M), batch {dec['batch']}, prompt "
+             f"{dec['prompt_tokens']} tokens, {dec['generated_per_sample']} generated per sample; memory floor "
+             f"{dec['floor_bytes_per_step'] / 1e9:.2f} GB per step = {dec['floor_seconds_per_step'] * 1e3:.2f} ms:", "",
+             "| engine | tokens/s | ms per step | share of memory floor |", "|---|---:|---:|---:|"]
+    for engine, row in dec["engines"].items():
+        lines.append(f"| {engine} | {row['tokens_per_second']:,.0f} | {row['seconds_per_step'] * 1e3:.2f} | "
+                     f"{row['share_of_memory_floor']:.1%} |")
+    lines += ["", f"static / eager: **{dec['speedup']:.2f}x**; greedy tokens equal in {dec['greedy_tokens_equal']:.1%} "
+              "of positions (2 prompts).", "",
+              f"Training (`training_step`), preset {train['preset']} ({train['parameters'] / 1e6:.1f}M), "
+              f"{train['batch']} windows of {train['tokens_per_window']} tokens a step, "
+              f"{train['train_flops_per_token'] / 1e9:.2f} GFLOP per token:", "",
+              "| mode | micro-batch | first step (s) | tokens/s | MFU |", "|---|---:|---:|---:|---:|"]
+    for mode, row in train["modes"].items():
+        lines.append(f"| {mode} | {row['micro_batch']} | {row['first_step_seconds']:.1f} | "
+                     f"{row['tokens_per_second']:,.0f} | {row['mfu']:.1%} |")
+    if "speedup" in train:
+        lines += ["", f"compiled / eager: **{train['speedup']:.2f}x**; first-step loss difference "
+                  f"{train['first_loss_difference']:.2e}."]
+    return lines + [""]
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    from rlvr_envs.core.device import add_device_argument, setup_device
+    from rlvr_envs.core.records import RunRecord
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_device_argument(parser)
+    parser.add_argument("--tiny", action="store_true", help="the same code path at test size")
+    parser.add_argument("--no-compile", action="store_true", help="time eager training only (compile is slow on CPUs)")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--out", default=str(RESULTS), help="writes OUT.json and OUT.md")
+    args = parser.parse_args(argv)
+    precision = setup_device(args.device, threads=args.threads)
+    record = RunRecord("python -m benchmarks.world_model_speed", args, threads=args.threads)
+    result = measure(precision.device, precision, TINY if args.tiny else SpeedSizes(), not args.no_compile)
+    result["run"] = record.finish()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(result, indent=2, default=float) + "\n")
+    text = "\n".join(["# World-model speed", ""] + markdown(result))
+    out.with_suffix(".md").write_text(text)
+    print(text)
+    return result
+
+
+if __name__ == "__main__":
+    main()
