@@ -1,26 +1,30 @@
-"""The prepared GPU check: one script, at most 9 minutes on one H200, sized by the FLOP arithmetic.
+"""The prepared GPU check: one script, one hard deadline (default 8 minutes on one H200), every
+figure against the hardware's own ceilings measured in the same run.
 
     python -m benchmarks.gpu_check --device cuda                        # writes benchmarks/results/gpu_check/
     python -m benchmarks.gpu_check --device cpu --tiny --out /tmp/gc    # the same code path in about a minute
 
-Stages, each with its own time budget; the JSON and Markdown are rewritten after every stage,
-so a later crash or a killed run loses nothing already measured:
+Stages, in order; the JSON and Markdown are rewritten after every stage, so a later crash or a
+killed run loses nothing already measured:
 
-1. generation: KV-cached world-model sampling (iVideoGPT-size "paper" preset on RT-1's
-   single-step layout: 4 x (320 frame + 13 action) tokens of prompt, 321 generated), tokens/s
-   in fp32, fp32 with TF32 matmuls (CUDA) and bf16 autocast.
-2. rewards: -(L1 + LPIPS) of 256x320 frames, one batched call vs one call per frame (goal >= 5x).
-3. text: MiniTextWorld SFT of the ~57M "medium" text preset for a few minutes, then GRPO with
-   groups of 16; held-out exact accuracy on changed and unchanged transitions with 95% Wilson
-   intervals, next to the shipped CPU models on the same transitions (paired tests).
-4. pusht: PushT single-step with a larger world model ("medium", ~35M): MLE on freshly generated
-   episodes, then GRPO; held-out MAE against copy-last-frame and the tokenizer ceiling, and the
-   candidate-ranking agreement with the true simulator (`benchmarks.planning_agreement`).
+1. ceilings: a large bf16 matmul's FLOP/s and the device copy rate (`benchmarks.world_model_speed`).
+2. speed: the paper preset (120M) on RT-1's single-step shapes: decoding eager vs static KV cache
+   + CUDA graphs (tokens/s, share of the memory floor) and the MLE training step eager vs compiled
+   (tokens/s, MFU against stage 1's matmul rate).
+3. rewards: -(L1 + LPIPS) of 256x320 frames, one batched call vs one call per frame (goal >= 5x).
+4. text: MiniTextWorld SFT of the ~57M "medium" text preset (compiled, padding-free) on fresh
+   procedural transitions, then GRPO with groups of 16; held-out exact accuracy on changed and
+   unchanged transitions with 95% Wilson intervals, next to the shipped CPU models (paired tests).
+5. pusht: PushT single-step with the ~22M "base" world model: MLE on freshly generated episodes,
+   then GRPO; held-out MAE against copy-last-frame and the tokenizer ceiling, GRPO step time, the
+   candidate-ranking agreement with the true simulator, and the trained model exported into
+   `--out` as bf16 safetensors shards of <= 15 MiB.
 
-Training budgets are turned into steps by `rlvr_envs.core.sizing` (FLOPs per token at 30% of
-the H200's bf16 peak) and capped by wall time. The LPIPS trunk is the seeded random one unless
-its real weights are on the machine (the device machine has no network); the output says which.
-The exact device command, its carry list and wheels are in docs/scale_out.md.
+The deadline holds everything (model loading, evaluation, the planning agreement): each stage gets
+its planned seconds, shrunk so the later stages keep their minimums, and a stage whose minimum no
+longer fits is skipped and says so. Training stages turn their seconds into `max_seconds` of the
+trainers after reserving their evaluation. The LPIPS trunk is the seeded random one unless its real
+weights are on the machine; the output says which. docs/scale_out.md has the device command.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import platform
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,45 +50,86 @@ SHIPPED_TEXT = ("minitextworld_sft_model", "minitextworld_sft_longer_model")
 
 @dataclass(frozen=True)
 class Sizes:
-    """Everything the two scales differ in (the code path is the same). The full budgets add up to
-    about 8 minutes on one H200 (estimated: generation ~40 s, rewards ~10 s, text ~240 s with its four
-    held-out evaluations, PushT ~200 s with data generation and the true simulator's rollouts)."""
+    """Everything the two scales differ in (the code path is the same)."""
 
-    gen_preset: str = "paper"
-    gen_tokens_per_frame: int = 320  #: RT-1: 16x20 codes of a 256x320 frame
-    gen_history: int = 4
-    gen_batch: int = 64
-    gen_repeats: int = 1  #: timed runs per mode, after one warm-up
+    deadline: float = 480.0  #: seconds for the whole check (model loading, evaluation and planning included)
+    #: per stage: (planned seconds, minimum seconds); a stage is shrunk towards its minimum, then skipped
+    plans: tuple[tuple[str, float, float], ...] = (("ceilings", 15, 5), ("speed", 110, 40), ("rewards", 15, 5),
+                                                   ("text", 150, 70), ("pusht", 170, 80))
+    speed: Any = None  #: benchmarks.world_model_speed sizes (None: its defaults)
+    speed_compile: bool = True  #: time compiled training too (its warm-up is tens of seconds)
     reward_frames: int = 256
     reward_resolution: tuple[int, int] = (256, 320)
     text_preset: str = "medium"
-    text_batch: int = 32
-    text_sft_seconds: float = 110.0
-    text_grpo_seconds: float = 45.0
+    text_batch: int = 64
+    text_train_size: int = 8192  #: SFT's procedural transitions (0 = the task's default 2,048; ~1.8 ms each to build)
     text_group: int = 16
     text_prompts: int = 8
     text_completion: int = 256
-    text_eval: int = 192
-    text_train_size: int = 0  #: 0 = the task's default
-    pusht_preset: str = "medium"
+    text_eval: int = 128
+    text_reserve: float = 45.0  #: seconds kept for loading and the four held-out evaluations
+    text_sft_share: float = 0.75  #: of the text training seconds, the rest GRPO
+    pusht_preset: str = "base"  #: ~22M: its bf16 weights travel as 3 shards of <= 15 MiB
     pusht_episodes: int = 300
     pusht_batch: int = 64
-    pusht_mle_seconds: float = 80.0
-    pusht_grpo_seconds: float = 40.0
     pusht_group: int = 16
     pusht_prompts: int = 8
     pusht_eval: int = 96
-    agreement_episodes: int = 8
-    agreement_candidates: int = 64
-    utilisation: float = 0.3  #: planning figure: fraction of the bf16 peak a training step reaches
-    max_steps: int = 10**6  #: a cap on the arithmetic's steps (the tiny run's budget is steps, not FLOPs)
+    pusht_reserve: float = 50.0  #: seconds kept for evaluation, baselines, the planning agreement and the export
+    pusht_mle_share: float = 0.7  #: of the PushT training seconds, the rest GRPO
+    agreement_episodes: int = 4
+    agreement_candidates: int = 32
+    max_steps: int = 10**6  #: a cap on every trainer's steps (the tiny run's budget is steps, not seconds)
+    shard_mib: int = 15
 
 
-TINY = Sizes(gen_preset="tiny", gen_tokens_per_frame=16, gen_history=2, gen_batch=2, gen_repeats=1, reward_frames=4,
-             reward_resolution=(64, 64), text_preset="micro", text_batch=2, text_sft_seconds=3.0,
-             text_grpo_seconds=2.0, text_group=2, text_prompts=2, text_completion=8, text_eval=4, text_train_size=16,
-             pusht_preset="tiny", pusht_episodes=12, pusht_batch=2, pusht_mle_seconds=3.0, pusht_grpo_seconds=2.0,
-             pusht_group=2, pusht_prompts=2, pusht_eval=2, agreement_episodes=1, agreement_candidates=4, max_steps=4)
+TINY = Sizes(deadline=600.0, plans=(("ceilings", 10, 1), ("speed", 60, 5), ("rewards", 10, 1), ("text", 200, 10),
+                                    ("pusht", 200, 10)),
+             speed="tiny", speed_compile=False, reward_frames=4, reward_resolution=(64, 64), text_preset="micro",
+             text_batch=2, text_train_size=16, text_group=2, text_prompts=2, text_completion=8, text_eval=4,
+             text_reserve=0.0, pusht_preset="tiny", pusht_episodes=12, pusht_batch=2, pusht_group=2, pusht_prompts=2,
+             pusht_eval=2, pusht_reserve=0.0, agreement_episodes=1, agreement_candidates=4, max_steps=4)
+
+
+class Deadline:
+    """One wall-clock deadline for the whole check; `clock` is injectable so tests can fake time."""
+
+    def __init__(self, seconds: float, clock=time.monotonic):
+        self.clock = clock
+        self.end = clock() + seconds
+
+    def remaining(self) -> float:
+        return self.end - self.clock()
+
+    def budget(self, planned: float, minimum: float, reserved_after: float) -> float | None:
+        """`planned` seconds, shrunk so `reserved_after` (the later stages' minimums) stays free;
+        None when even `minimum` no longer fits."""
+        available = self.remaining() - reserved_after
+        return None if available < minimum else min(planned, available)
+
+
+def run_stages(names: list[str], plans: dict[str, tuple[float, float]], deadline: Deadline, call, record) -> None:
+    """Run each stage with its budget (`call(name, budget) -> dict`) and `record(name, result)` it;
+    a stage that does not fit is recorded as skipped, one that fails as its error."""
+    for position, name in enumerate(names):
+        planned, minimum = plans[name]
+        reserved = sum(plans[later][1] for later in names[position + 1:])
+        budget = deadline.budget(planned, minimum, reserved)
+        started = deadline.clock()
+        if budget is None:
+            result = {"skipped": f"{deadline.remaining():.0f} s left of the deadline, {minimum:.0f} s needed "
+                                 f"+ {reserved:.0f} s kept for the later stages"}
+        else:
+            print(f"[gpu_check] stage {name}: budget {budget:.0f} s ({deadline.remaining():.0f} s left)", flush=True)
+            try:
+                result = call(name, budget)
+            except Exception as exc:  # a failed stage is recorded; the later ones still run
+                result = {"error": f"{type(exc).__name__}: {exc}"}
+            result["budget_seconds"] = round(budget, 1)
+        result["stage_seconds"] = round(deadline.clock() - started, 1)
+        print(f"[gpu_check] stage {name}: " + (result.get("skipped") or result.get("error") or
+                                                f"done in {result['stage_seconds']} s"), flush=True)
+        record(name, result)
 
 
 # -- the record ------------------------------------------------------------------------------
@@ -138,66 +183,61 @@ def _sync(device) -> None:
         torch.cuda.synchronize(device)
 
 
-def steps_for(seconds: float, cost, tokens_per_step: int, sizes: Sizes, at_least: int = 2) -> int:
-    """Optimizer steps that `seconds` of training allow by the FLOP arithmetic (wall time caps them too)."""
-    planned = int(seconds / max(cost.train_seconds(tokens_per_step, utilisation=sizes.utilisation), 1e-9))
-    return max(at_least, min(sizes.max_steps, planned))
+@dataclass
+class Context:
+    """What every stage reads: the sizes, the command line, the device policy, the folders, and
+    the device's ceilings once stage 1 has measured them."""
+
+    sizes: Sizes
+    args: argparse.Namespace
+    precision: Any
+    work: Path
+    out: Path
+    ceilings: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def device(self):
+        return self.precision.device
+
+    def mfu(self, tokens_per_second: float, flops_per_token: float) -> float | None:
+        """Share of the measured bf16 matmul rate (None before the ceilings stage ran)."""
+        rate = self.ceilings.get("matmul_flops")
+        return tokens_per_second * flops_per_token / rate if rate else None
 
 
-# -- 1. generation -------------------------------------------------------------------------
-def stage_generation(sizes: Sizes, device) -> dict[str, Any]:
-    import torch
+def _speed_sizes(sizes: Sizes):
+    from benchmarks import world_model_speed
 
-    from rlvr_envs.core.device import Capabilities, device_capabilities, precision_policy
-    from rlvr_envs.core.sizing import preset_cost
-    from rlvr_envs.video.layout import SingleStepLayout, VideoVocabulary
-    from rlvr_envs.video.world_model import PRESETS, build_world_model, generate_responses
+    return world_model_speed.TINY if sizes.speed == "tiny" else (sizes.speed or world_model_speed.SpeedSizes())
 
-    vocab = VideoVocabulary(frame_codes=4375, action_bins=256)
-    layout = SingleStepLayout(vocab, sizes.gen_tokens_per_frame, 13, sizes.gen_history)
-    length = layout.prompt_len + layout.response_len
-    model = build_world_model(vocab, length, sizes.gen_preset).eval().to(device)
-    rng = np.random.default_rng(0)
-    prompts = np.stack([layout.prompt(rng.integers(0, 4375, (sizes.gen_history, sizes.gen_tokens_per_frame)),
-                                      vocab.action_tokens(rng.integers(0, 256, (sizes.gen_history, 13))))
-                        for _ in range(sizes.gen_batch)])
-    generated = sizes.gen_batch * layout.response_len
-    modes = {"fp32": (None, False)}
-    if device.type == "cuda":
-        modes["fp32 + TF32 matmuls"] = (None, True)
-    modes["bf16 autocast"] = (torch.bfloat16, device.type == "cuda")
-    native = device_capabilities(device).native_bf16
-    out: dict[str, Any] = {"preset": sizes.gen_preset, "parameters": sum(p.numel() for p in model.parameters()),
-                           "batch": sizes.gen_batch, "prompt_tokens": layout.prompt_len,
-                           "generated_tokens_per_sample": layout.response_len, "native_bf16": native,
-                           "policy": precision_policy(device, Capabilities(device.type, native)).describe(),
-                           "cost": preset_cost(PRESETS[sizes.gen_preset], vocab.size, length).as_dict(), "modes": {}}
-    tf32 = torch.backends.cuda.matmul.allow_tf32
-    try:
-        for name, (dtype, allow_tf32) in modes.items():
-            torch.backends.cuda.matmul.allow_tf32 = allow_tf32
-            best = float("inf")
-            for repeat in range(sizes.gen_repeats + 1):  # the first is a warm-up
-                _sync(device)
-                began = time.perf_counter()
-                with torch.autocast(device.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-                    generate_responses(model, prompts, layout, temperature=1.0, top_k=100, seed=repeat)
-                _sync(device)
-                if repeat:
-                    best = min(best, time.perf_counter() - began)
-            out["modes"][name] = {"seconds": round(best, 4), "tokens_per_second": round(generated / best, 1)}
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = tf32
-    out["bf16_speedup_over_fp32"] = round(out["modes"]["fp32"]["seconds"] / out["modes"]["bf16 autocast"]["seconds"], 2)
-    return out
+
+# -- 1. ceilings and 2. speed -------------------------------------------------------------------
+def stage_ceilings(ctx: Context, budget: float) -> dict[str, Any]:
+    from benchmarks import world_model_speed
+
+    ctx.ceilings.update(world_model_speed.ceilings(ctx.device, _speed_sizes(ctx.sizes)))
+    return dict(ctx.ceilings)
+
+
+def stage_speed(ctx: Context, budget: float) -> dict[str, Any]:
+    """Decoding (eager vs static) and the MLE step (eager vs compiled, when the budget allows) of the paper preset."""
+    from benchmarks import world_model_speed
+
+    speed = _speed_sizes(ctx.sizes)
+    limits = ctx.ceilings or world_model_speed.ceilings(ctx.device, speed)
+    compile_too = ctx.sizes.speed_compile and budget >= 0.8 * dict((n, p) for n, p, _ in ctx.sizes.plans)["speed"]
+    return {"decoding": world_model_speed.decoding(ctx.device, ctx.precision, speed, limits["copy_bytes_per_second"]),
+            "training": world_model_speed.training(ctx.device, ctx.precision, speed, limits["matmul_flops"],
+                                                   compile_too)}
 
 
 # -- 2. rewards ------------------------------------------------------------------------------
-def stage_rewards(sizes: Sizes, device) -> dict[str, Any]:
+def stage_rewards(ctx: Context, budget: float) -> dict[str, Any]:
     import torch
 
     from rlvr_envs.video import metrics
 
+    sizes, device = ctx.sizes, ctx.device
     try:
         lpips, trunk = metrics.load_lpips("vgg", device, allow_download=False), "real VGG weights"
     except metrics.LPIPSWeightsUnavailable:
@@ -243,7 +283,7 @@ def _text_row(report: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def stage_text(sizes: Sizes, args, device, work: Path) -> dict[str, Any]:
+def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
     import shutil
 
     import torch
@@ -255,30 +295,35 @@ def stage_text(sizes: Sizes, args, device, work: Path) -> dict[str, Any]:
     from trainers import grpo, sft
     from trainers.grpo_config import GRPOConfig
 
+    sizes, args, device, work = ctx.sizes, ctx.args, ctx.device, ctx.work
+    began = time.perf_counter()
+    left = lambda: budget - (time.perf_counter() - began)  # noqa: E731
     assets = Path(__file__).resolve().parents[1] / "rlvr_envs" / "assets" / "text"
     for name in ("text_sft", "text_grpo"):
         shutil.rmtree(work / name, ignore_errors=True)
-    probe = task_from_env_id(TEXT_ENV, split="train")
-    tokens = probe.max_prompt_len + probe.max_response_len
-    cost = preset_cost(sft.TEXT_PRESETS[sizes.text_preset], len(probe.tokenizer), tokens)
-    sft_steps = steps_for(sizes.text_sft_seconds, cost, sizes.text_batch * tokens, sizes)
-    began = time.perf_counter()
-    sft_result = sft.main(sft.Args(env_id=TEXT_ENV, from_scratch=True, preset=sizes.text_preset, balance=True,
-                                   prompt_loss=True, steps=sft_steps, batch_size=sizes.text_batch, lr=1e-3,
-                                   train_size=sizes.text_train_size, eval_size=sizes.text_eval,
-                                   eval_every=10**9, checkpoint_every=10**9, max_seconds=sizes.text_sft_seconds,
-                                   out=str(work / "text_sft"), threads=args.threads, seed=0))
-    sft_seconds = time.perf_counter() - began
-    began = time.perf_counter()
+    train_seconds = max(1.0, left() - sizes.text_reserve)
+    sft_args = dict(env_id=TEXT_ENV, from_scratch=True, preset=sizes.text_preset, balance=True, steps=sizes.max_steps,
+                    batch_size=sizes.text_batch, lr=1e-3, warmup_steps=20, train_size=sizes.text_train_size,
+                    eval_size=sizes.text_eval, eval_every=10**9, checkpoint_every=10**9,
+                    max_seconds=train_seconds * sizes.text_sft_share, out=str(work / "text_sft"),
+                    threads=args.threads, seed=0)
+    sft_began, fast = time.perf_counter(), {"padding_free": True, "compiled": device.type == "cuda"}
+    try:
+        sft_result = sft.main(sft.Args(**sft_args, padding_free=True))
+    except Exception as exc:  # the compiled padding-free path failed on this stack: say so, train the plain way
+        fast = {"fallback_from": f"{type(exc).__name__}: {exc}"[:300], "padding_free": False, "compiled": False}
+        shutil.rmtree(work / "text_sft", ignore_errors=True)
+        sft_result = sft.main(sft.Args(**sft_args, no_compile=True))
+    sft_seconds = time.perf_counter() - sft_began
+    grpo_began = time.perf_counter()
     grpo_card = grpo.main(GRPOConfig(env_id=TEXT_ENV, model=sft_result["final_model"], out=str(work / "text_grpo"),
-                                     steps=sizes.max_steps, max_seconds=sizes.text_grpo_seconds,
-                                     group_size=sizes.text_group,
-                                     prompts_per_step=sizes.text_prompts, max_completion_len=sizes.text_completion,
-                                     balance=True, lr=1e-5, eval_windows=sizes.text_eval, eval_every=10**9,
-                                     checkpoint_every=10**6, threads=args.threads, device=args.device, seed=0,
-                                     **({"env_kwargs": (f"size={sizes.text_train_size}",)}
-                                        if sizes.text_train_size else {})))
-    grpo_seconds = time.perf_counter() - began
+                                     steps=sizes.max_steps, max_seconds=max(1.0, left() - sizes.text_reserve),
+                                     group_size=sizes.text_group, prompts_per_step=sizes.text_prompts,
+                                     max_completion_len=sizes.text_completion, balance=True, lr=1e-5,
+                                     eval_windows=sizes.text_eval, eval_every=10**9, checkpoint_every=10**6,
+                                     threads=args.threads, device=args.device, seed=0,
+                                     env_kwargs=(f"size={min(sizes.text_train_size or 2048, 2048)}",)))
+    grpo_seconds = time.perf_counter() - grpo_began
 
     held_out = task_from_env_id(TEXT_ENV, split="test")
     indices = list(range(min(sizes.text_eval, len(held_out))))
@@ -289,16 +334,25 @@ def stage_text(sizes: Sizes, args, device, work: Path) -> dict[str, Any]:
     reports, rows = {}, {}
     for name, directory in models.items():
         model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=torch.float32).to(device).eval()
-        reports[name] = evaluate_accuracy(model, held_out, indices, sizes.text_completion,
-                                          batch_size=64 if device.type == "cuda" else 8, per_transition=True)
+        with ctx.precision.autocast():
+            reports[name] = evaluate_accuracy(model, held_out, indices, sizes.text_completion,
+                                              batch_size=128 if device.type == "cuda" else 8, per_transition=True)
         rows[name] = _text_row(reports[name])
         del model
     reference = reports[f"shipped {SHIPPED_TEXT[0]} (CPU)"]
     paired = {name: compare_reports(reference, report, changed) for name, report in reports.items()
               if report is not reference}
+    probe = task_from_env_id(TEXT_ENV, split="test", size=4)
+    cost = preset_cost(sft.TEXT_PRESETS[sizes.text_preset], len(probe.tokenizer), int(sft_result["mean_example_tokens"]))
+    runtime = sft_result["train_runtime"] or sft_seconds
+    tokens_per_second = sft_result["steps"] * sizes.text_batch * sft_result["mean_example_tokens"] / runtime
     return {"preset": sizes.text_preset, "parameters": sft_result["parameters"], "cost": cost.as_dict(),
-            "sft": {"planned_steps": sft_steps, "steps": sft_result["steps"], "seconds": round(sft_seconds, 1),
-                    "train_loss": sft_result["train_loss"]},
+            "train_transitions": sizes.text_train_size or "task default",
+            "sft": {"steps": sft_result["steps"], "seconds": round(sft_seconds, 1), "train_runtime": round(runtime, 1),
+                    "train_loss": sft_result["train_loss"], "batch": sizes.text_batch, "fast_path": fast,
+                    "mean_example_tokens": round(sft_result["mean_example_tokens"], 1),
+                    "tokens_per_second_estimate": round(tokens_per_second),
+                    "mfu_estimate": ctx.mfu(tokens_per_second, cost.train_flops_per_token)},
             "grpo": {"steps": grpo_card["steps"], "seconds": round(grpo_seconds, 1), "group_size": sizes.text_group,
                      "prompts_per_step": sizes.text_prompts},
             "held_out": rows, "paired_vs_shipped_sft": paired,
@@ -320,7 +374,27 @@ def pusht_data(sizes: Sizes, work: Path) -> str:
     return str(folder)
 
 
-def stage_pusht(sizes: Sizes, args, device, work: Path, out: Path) -> dict[str, Any]:
+def export_model(source: Path, target: Path, shard_mib: int) -> list[str]:
+    """The world model at `source` as bf16 safetensors shards of <= `shard_mib` MiB in `target`,
+    with its config and shard index only (the files a device run can bring back)."""
+    import shutil
+
+    from rlvr_envs.video.world_model import load_world_model, save_world_model
+
+    shutil.rmtree(target, ignore_errors=True)
+    save_world_model(load_world_model(str(source)), str(target), max_shard_size=shard_mib * 2**20)
+    (target / "generation_config.json").unlink(missing_ok=True)  # the sampler never reads it
+    return sorted(p.name for p in target.iterdir())
+
+
+def _median_step_seconds(log: Path) -> float | None:
+    """Median wall seconds of a video GRPO step (generate + update), from its log."""
+    seconds = [r["generate_seconds"] + r["update_seconds"] for r in map(json.loads, log.read_text().splitlines())
+               if "generate_seconds" in r]
+    return float(np.median(seconds)) if seconds else None
+
+
+def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
     import shutil
 
     from benchmarks import planning_agreement
@@ -333,24 +407,23 @@ def stage_pusht(sizes: Sizes, args, device, work: Path, out: Path) -> dict[str, 
     from trainers.grpo_config import GRPOConfig
     from trainers.grpo_video import build_held_out
 
+    sizes, args, device, work, out = ctx.sizes, ctx.args, ctx.device, ctx.work, ctx.out
     began = time.perf_counter()
+    left = lambda: budget - (time.perf_counter() - began)  # noqa: E731
     data = pusht_data(sizes, work)
     data_seconds = time.perf_counter() - began
     mle_out, grpo_out = work / "pusht_mle", work / "pusht_grpo"
     for folder in (mle_out, grpo_out):
         shutil.rmtree(folder, ignore_errors=True)
+    train_seconds = max(1.0, left() - sizes.pusht_reserve)
     mle_args = mle.Args(data=data, tokenizer=str(default_tokenizer_dir()), layout="single", out=str(mle_out),
                         preset=sizes.pusht_preset, batch_size=sizes.pusht_batch, lr=5e-4, warmup=50,
-                        eval_windows=sizes.pusht_eval, checkpoint_every=10**9, threads=args.threads,
-                        device=args.device, max_seconds=sizes.pusht_mle_seconds, seed=0).validate()
-    probe = mle.build_task(mle_args, "test")
-    tokens = probe.layout.prompt_len + probe.layout.response_len + 1
-    cost = preset_cost(PRESETS[sizes.pusht_preset], probe.vocab.size, tokens)
-    mle_args.steps = steps_for(sizes.pusht_mle_seconds, cost, sizes.pusht_batch * tokens, sizes, at_least=4)
-    mle_args.eval_every = mle_args.steps
+                        steps=sizes.max_steps, eval_every=10**9, eval_windows=sizes.pusht_eval,
+                        checkpoint_every=10**9, threads=args.threads, device=args.device,
+                        max_seconds=train_seconds * sizes.pusht_mle_share, seed=0).validate()
     mle_card = mle.main(mle_args)
     grpo_args = GRPOConfig(env_id=PUSHT_ENV, env_kwargs=("reward=mae", f"data_dir={data}"), model=str(mle_out),
-                           out=str(grpo_out), steps=sizes.max_steps, max_seconds=sizes.pusht_grpo_seconds,
+                           out=str(grpo_out), steps=sizes.max_steps, max_seconds=max(1.0, left() - sizes.pusht_reserve),
                            prompts_per_step=sizes.pusht_prompts, group_size=sizes.pusht_group, lr=5e-5,
                            eval_windows=sizes.pusht_eval, eval_every=10**6, checkpoint_every=10**6,
                            threads=args.threads, device=args.device, seed=0)
@@ -358,22 +431,30 @@ def stage_pusht(sizes: Sizes, args, device, work: Path, out: Path) -> dict[str, 
     held_out = build_held_out(grpo_args, device)
     baselines = {k: summarize(v) for k, v in score_baselines(held_out, held_out_indices(len(held_out),
                                                                                          sizes.pusht_eval)).items()}
-    agreement_path = out / "planning_agreement"
+    agreement_path = work / "planning_agreement"
     planning_agreement.main(["--models", f"mle={mle_out}", f"grpo={grpo_out}", "--episodes",
                              str(sizes.agreement_episodes), "--candidates", str(sizes.agreement_candidates),
                              "--top-k", str(max(1, sizes.agreement_candidates // 8)), "--device", args.device,
                              "--threads", str(args.threads), "--out", str(agreement_path)])
     agreement = json.loads(agreement_path.with_suffix(".json").read_text())
+    exported = export_model(grpo_out, out / "pusht_model", sizes.shard_mib)
+    tokens = held_out.layout.prompt_len + held_out.layout.response_len + 1
+    cost = preset_cost(PRESETS[sizes.pusht_preset], held_out.vocab.size, tokens)
+    steady = mle_card["tokens_per_second_after_first_step"]
     return {"preset": sizes.pusht_preset, "parameters": mle_card["parameters"], "cost": cost.as_dict(),
             "data": {"episodes": sizes.pusht_episodes, "seconds": round(data_seconds, 1)},
-            "mle": {"steps": mle_card["steps"], "planned_steps": mle_args.steps,
-                    "seconds": mle_card["train_seconds_this_run"], "tokens_per_second": mle_card["tokens_per_second"],
+            "mle": {"steps": mle_card["steps"], "seconds": mle_card["train_seconds_this_run"],
+                    "first_step_seconds": mle_card["first_step_seconds"], "micro_batch": mle_card["micro_batch"],
+                    "compiled": mle_card["compiled"], "tokens_per_second": mle_card["tokens_per_second"],
+                    "tokens_per_second_after_first_step": steady, "mfu": ctx.mfu(steady, cost.train_flops_per_token),
                     "held_out": mle_card["held_out"]},
             "grpo": {"steps": grpo_card["steps"], "seconds": grpo_card["train_seconds_this_run"],
+                     "median_step_seconds": _median_step_seconds(grpo_out / "log.jsonl"),
                      "start": grpo_card["start"], "final": grpo_card["final"]},
             "baselines": baselines, "held_out_transitions": grpo_card["held_out_transitions"],
             "planning_agreement": {"episodes": agreement["episodes"], "candidates": agreement["candidates"],
-                                   "summary": agreement["summary"]}}
+                                   "summary": agreement["summary"]},
+            "exported_model": {"folder": "pusht_model", "files": exported}}
 
 
 # -- the transfer ------------------------------------------------------------------------------
@@ -410,10 +491,8 @@ def slim_wheels(folder: Path) -> int:
 
 
 # -- the run -----------------------------------------------------------------------------------
-STAGES = {"generation": lambda s, a, d, w, o: stage_generation(s, d),
-          "rewards": lambda s, a, d, w, o: stage_rewards(s, d),
-          "text": lambda s, a, d, w, o: stage_text(s, a, d, w),
-          "pusht": lambda s, a, d, w, o: stage_pusht(s, a, d, w, o)}
+STAGES = {"ceilings": stage_ceilings, "speed": stage_speed, "rewards": stage_rewards, "text": stage_text,
+          "pusht": stage_pusht}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -423,8 +502,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     add_device_argument(parser)
     parser.add_argument("--tiny", action="store_true", help="the same code path at CPU-test size (about a minute)")
     parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of {','.join(STAGES)}")
+    parser.add_argument("--deadline", type=float, help="seconds for the whole check (default 480; tiny 600)")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--out", default=str(RESULTS), help="where gpu_check.json and gpu_check.md go")
+    parser.add_argument("--out", default=str(RESULTS), help="where gpu_check.json, gpu_check.md and the model go")
     parser.add_argument("--work", default="runs/gpu_check", help="models and data of the training stages")
     parser.add_argument("--slim-wheels", metavar="DIR", help="only rewrite DIR's wheels for the device transfer "
                         "(docs/scale_out.md), then exit")
@@ -439,24 +519,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     unknown = set(stages) - set(STAGES)
     if unknown:
         parser.error(f"--stages: unknown {sorted(unknown)}; choose from {','.join(STAGES)}")
-    run = setup_device(args.device, threads=args.threads)
+    if args.deadline is not None and not args.deadline > 0:
+        parser.error(f"--deadline must be > 0 seconds, got {args.deadline}")
     sizes = TINY if args.tiny else Sizes()
+    deadline = Deadline(args.deadline or sizes.deadline)
+    run = setup_device(args.device, threads=args.threads)
     out, work = Path(args.out), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     report = Report(out, argv, args, sizes, run.device)
     report.data["precision"] = run.describe()
-    began = time.perf_counter()
-    for name in stages:
-        started = time.perf_counter()
-        print(f"[gpu_check] stage {name} ({started - began:.0f} s in)", flush=True)
-        try:
-            result = STAGES[name](sizes, args, run.device, work, out)
-        except Exception as exc:  # a failed stage is recorded; the later ones still run
-            result = {"error": f"{type(exc).__name__}: {exc}"}
-            print(f"[gpu_check] stage {name} failed: {result['error']}", flush=True)
-        result["stage_seconds"] = round(time.perf_counter() - started, 1)
-        report.stage(name, result)
-    report.data["total_seconds"] = round(time.perf_counter() - began, 1)
+    report.data["deadline_seconds"] = args.deadline or sizes.deadline
+    ctx = Context(sizes, args, run, work, out)
+    plans = {name: (planned, minimum) for name, planned, minimum in sizes.plans}
+    began = deadline.clock()
+    run_stages(stages, plans, deadline, lambda name, budget: STAGES[name](ctx, budget), report.stage)
+    report.data["total_seconds"] = round(deadline.clock() - began, 1)
     report.stage("_total", {"seconds": report.data["total_seconds"]})
     print(markdown(report.data))
     return report.data
@@ -471,27 +548,36 @@ def _interval(pair: list[float]) -> str:
     return f"[{pair[0]:.3f}, {pair[1]:.3f}]" if pair and not any(np.isnan(pair)) else "-"
 
 
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1%}"
+
+
 def markdown(data: dict[str, Any]) -> str:
+    from benchmarks import world_model_speed
+
     machine = data["machine"]
     lines = ["# GPU check", "", f"`{data['command']}` on {machine['device']} ({machine['platform']}, "
              f"{machine['cpu_count']} CPUs, torch {machine['torch']}), commit {data.get('git_commit') or '?'}, "
              f"{data['started']} to {data.get('ended', '?')}; load {data.get('load_before')} -> "
-             f"{data.get('load_after')}; {data.get('precision', '')}.", ""]
+             f"{data.get('load_after')}; {data.get('precision', '')}; deadline {data.get('deadline_seconds')} s.", ""]
     stages = data["stages"]
     for name, result in stages.items():
         if name == "_total":
             continue
-        lines += [f"## {name} ({result.get('stage_seconds', '?')} s)", ""]
-        if "error" in result:
-            lines += [f"failed: `{result['error']}`", ""]
+        budget = f", budget {result['budget_seconds']} s" if "budget_seconds" in result else ""
+        lines += [f"## {name} ({result.get('stage_seconds', '?')} s{budget})", ""]
+        if "error" in result or "skipped" in result:
+            lines += [f"failed: `{result['error']}`" if "error" in result else f"skipped: {result['skipped']}", ""]
             continue
-        if name == "generation":
-            lines += [f"Preset {result['preset']} ({result['parameters'] / 1e6:.1f}M), batch {result['batch']}, "
-                      f"prompt {result['prompt_tokens']} tokens, {result['generated_tokens_per_sample']} generated "
-                      f"per sample, KV cache; policy: {result['policy']}.", "",
-                      "| mode | seconds | tokens/s |", "|---|---:|---:|"]
-            lines += [f"| {mode} | {v['seconds']} | {v['tokens_per_second']} |" for mode, v in result["modes"].items()]
-            lines += ["", f"bf16 / fp32 speed-up: {result['bf16_speedup_over_fp32']}x", ""]
+        if name == "ceilings":
+            lines += [f"bf16 matmul ({result['matmul_size']}^3, random data): **{result['matmul_flops'] / 1e12:.1f} "
+                      f"TFLOP/s**; device copy: **{result['copy_bytes_per_second'] / 1e9:.0f} GB/s** (read + written). "
+                      "Every MFU and memory-floor share below is against these two.", ""]
+        elif name == "speed":
+            ceilings = stages.get("ceilings", {})
+            body = world_model_speed.markdown({"ceilings": ceilings, "precision": data.get("precision", ""),
+                                               **result}) if "matmul_flops" in ceilings else []
+            lines += body[2:]
         elif name == "rewards":
             lines += [f"-(L1 + LPIPS) of {result['frames']} frames at {result['resolution'][0]}x"
                       f"{result['resolution'][1]} ({result['lpips_trunk']}): batched {result['batched_seconds']} s "
@@ -499,12 +585,18 @@ def markdown(data: dict[str, Any]) -> str:
                       f"**{result['speedup']}x** (goal >= {result['goal_speedup']}x); largest difference between "
                       f"the two {result['max_reward_difference']:.2e}.", ""]
         elif name == "text":
-            lines += [f"SFT of the {result['preset']} preset ({result['parameters'] / 1e6:.1f}M): "
-                      f"{result['sft']['steps']} steps (planned {result['sft']['planned_steps']}) in "
-                      f"{result['sft']['seconds']} s; GRPO {result['grpo']['steps']} steps of "
-                      f"{result['grpo']['prompts_per_step']} x {result['grpo']['group_size']} in "
-                      f"{result['grpo']['seconds']} s. Held-out greedy exact accuracy on "
-                      f"{result['held_out_transitions']} transitions (95% Wilson intervals):", "",
+            sft_ = result["sft"]
+            fast = sft_["fast_path"]
+            path = f"fell back to eager padded batches ({fast['fallback_from']})" if "fallback_from" in fast \
+                else ("compiled, " if fast["compiled"] else "") + "padding-free batches"
+            lines += [f"SFT of the {result['preset']} preset ({result['parameters'] / 1e6:.1f}M) on "
+                      f"{result['train_transitions']} transitions, batch {sft_['batch']} ({path}): {sft_['steps']} steps "
+                      f"in {sft_['seconds']} s (training {sft_['train_runtime']} s), ~{sft_['tokens_per_second_estimate']:,} "
+                      f"tokens/s, MFU {_pct(sft_['mfu_estimate'])} (estimate: mean example length "
+                      f"{sft_['mean_example_tokens']} tokens x batch x steps / training seconds); GRPO "
+                      f"{result['grpo']['steps']} steps of {result['grpo']['prompts_per_step']} x "
+                      f"{result['grpo']['group_size']} in {result['grpo']['seconds']} s. Held-out greedy exact accuracy "
+                      f"on {result['held_out_transitions']} transitions (95% Wilson intervals):", "",
                       "| model | exact | changed | changed 95% | unchanged | unchanged 95% |",
                       "|---|---:|---:|---|---:|---|"]
             for model, row in result["held_out"].items():
@@ -515,10 +607,15 @@ def markdown(data: dict[str, Any]) -> str:
             lines.append("")
         elif name == "pusht":
             mle, grpo_, base = result["mle"], result["grpo"], result["baselines"]
+            step = grpo_.get("median_step_seconds")
             lines += [f"World model preset {result['preset']} ({result['parameters'] / 1e6:.1f}M) on "
-                      f"{result['data']['episodes']} generated episodes: MLE {mle['steps']} steps in "
-                      f"{mle['seconds']} s ({mle['tokens_per_second']} tokens/s), GRPO {grpo_['steps']} steps in {grpo_['seconds']} s. "
-                      f"Held-out MAE ({result['held_out_transitions']} transitions):", "",
+                      f"{result['data']['episodes']} generated episodes ({result['data']['seconds']} s): MLE "
+                      f"{mle['steps']} steps in {mle['seconds']} s (first step, compile included, "
+                      f"{mle['first_step_seconds']} s; micro-batch {mle['micro_batch']}), "
+                      f"{mle['tokens_per_second_after_first_step']:,} tokens/s after it, MFU {_pct(mle['mfu'])}; GRPO "
+                      f"{grpo_['steps']} steps in {grpo_['seconds']} s, median step "
+                      f"{'-' if step is None else f'{step:.3f}'} s. Held-out MAE "
+                      f"({result['held_out_transitions']} transitions):", "",
                       "| predictor | MAE |", "|---|---:|",
                       f"| MLE (greedy / sampled) | {_f(grpo_['start']['greedy']['mae'], 5)} / "
                       f"{_f(grpo_['start']['sampled']['mae'], 5)} |",
@@ -532,8 +629,9 @@ def markdown(data: dict[str, Any]) -> str:
                       "|---|" + "---:|" * len(next(iter(agreement["summary"].values())))]
             for model, metrics in agreement["summary"].items():
                 lines.append(f"| {model} | " + " | ".join(_f(v.get("mean"), 3) for v in metrics.values()) + " |")
-            lines.append("")
-    lines.append(f"Total {data.get('total_seconds', '?')} s.")
+            lines += ["", f"The GRPO model, bf16: `{result['exported_model']['folder']}/` "
+                      f"({', '.join(result['exported_model']['files'])}).", ""]
+    lines.append(f"Total {data.get('total_seconds', '?')} s of the {data.get('deadline_seconds')} s deadline.")
     return "\n".join(lines) + "\n"
 
 

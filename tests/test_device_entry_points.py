@@ -126,16 +126,58 @@ def test_gpu_check_tiny_runs_every_stage_on_cpu_and_writes_json_and_markdown(tmp
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
     stages = report["stages"]
-    assert not [name for name, result in stages.items() if "error" in result], stages
-    assert set(stages) == {"generation", "rewards", "text", "pusht", "_total"}
-    assert {"fp32", "bf16 autocast"} <= set(stages["generation"]["modes"])
+    assert not [name for name, result in stages.items() if "error" in result or "skipped" in result], stages
+    assert list(stages) == ["ceilings", "speed", "rewards", "text", "pusht", "_total"]
+    assert stages["ceilings"]["matmul_flops"] > 0 and stages["ceilings"]["copy_bytes_per_second"] > 0
+    decoding = stages["speed"]["decoding"]
+    assert set(decoding["engines"]) == {"eager", "static"} and decoding["greedy_tokens_equal"] == 1.0
+    assert 0 < decoding["engines"]["static"]["share_of_memory_floor"]
+    assert stages["speed"]["training"]["modes"]["eager"]["mfu"] > 0
     assert stages["rewards"]["max_reward_difference"] < 1e-5  # batched and per-frame rewards agree
     held_out = stages["text"]["held_out"]
     assert len(held_out) == 4 and all(len(row["wilson_changed"]) == 2 for row in held_out.values())
+    assert stages["text"]["sft"]["fast_path"] == {"padding_free": True, "compiled": False}
     pusht = stages["pusht"]
     assert {"copy_last_frame_tokens", "tokenizer_ceiling"} <= set(pusht["baselines"])
     assert "true_sim" in pusht["planning_agreement"]["summary"] and pusht["grpo"]["steps"] >= 1
+    assert pusht["grpo"]["median_step_seconds"] > 0 and pusht["mle"]["mfu"] > 0
+    assert all(stage["stage_seconds"] <= stage["budget_seconds"] + 1 for stage in
+               (stages[name] for name in ("ceilings", "speed", "rewards", "text", "pusht")))
+    # the exported model is what the device run brings back: shards, config, index; it loads as a world model
+    files = sorted(p.name for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert len(files) <= 8 and "config.json" in files and "gpu_check.md" in files, files
+    from rlvr_envs.video.world_model import load_world_model
+
+    assert load_world_model(str(tmp_path / "out" / "pusht_model")).config.num_hidden_layers >= 1
     assert "# GPU check" in (tmp_path / "out" / "gpu_check.md").read_text()
+
+
+def test_gpu_check_deadline_shrinks_or_skips_a_stage_that_would_overrun():
+    """The deadline logic on a fake clock: budgets shrink so later stages keep their minimums, a
+    stage that no longer fits is skipped with the reason, a failed stage does not stop the rest."""
+    from benchmarks.gpu_check import Deadline, run_stages
+
+    now = [0.0]
+    deadline = Deadline(100.0, clock=lambda: now[0])
+    plans = {"a": (40.0, 10.0), "b": (50.0, 30.0), "c": (30.0, 20.0), "d": (10.0, 5.0)}
+    spent = {"a": 45.0, "b": 31.0, "c": 0.0, "d": 1.0}  # a overruns its 40 s budget by 5 s, b by 1 s
+    budgets, recorded = {}, {}
+
+    def call(name, budget):
+        budgets[name] = budget
+        now[0] += spent[name]
+        if name == "d":
+            raise RuntimeError("boom")
+        return {"ran": True}
+
+    run_stages(list(plans), plans, deadline, call, lambda name, result: recorded.__setitem__(name, result))
+    assert budgets["a"] == 40.0  # planned; 100 - (30 + 20 + 5) = 45 would allow it
+    assert budgets["b"] == 30.0  # 55 left - (20 + 5) kept for c and d: shrunk from 50 to 30
+    # c: 24 left - 5 kept for d = 19 < its minimum 20
+    assert "c" not in budgets and "skipped" in recorded["c"] and "20 s needed" in recorded["c"]["skipped"]
+    assert recorded["d"]["error"] == "RuntimeError: boom" and recorded["d"]["budget_seconds"] == 10.0
+    assert recorded["a"]["stage_seconds"] == 45.0 and recorded["b"]["budget_seconds"] == 30.0
+    assert Deadline(10.0, clock=lambda: 0.0).budget(5.0, 1.0, 0.0) == 5.0
 
 
 def test_language_grpo_names_the_way_to_pick_a_gpu(monkeypatch):

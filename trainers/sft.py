@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from rlvr_envs.core.files import check_model_source
 from trainers.common import lora_config, parse_dataclass_args, parse_env_kwargs
 
@@ -76,6 +78,8 @@ class Args:
     max_new_tokens: int = 0  #: evaluation answer budget (0 = the task's max_response_len)
     seed: int = 0
     threads: int = 2
+    no_compile: bool = False  #: skip torch.compile (on by default on CUDA)
+    padding_free: bool = False  #: concatenate each batch's examples into one row (no pad tokens; TRL's padding-free collator)
     fp32: bool = False  #: train in fp32 (default: bf16 autocast where the hardware has native bf16, see device_kwargs)
     logging: str = "none"  #: "none" or "tensorboard" (JSON lines are always written to out/log.jsonl)
     resume: bool = False
@@ -258,7 +262,8 @@ def sft_dataset(task: Any, indices: list[int]):
 
 def sft_config(args: Args):
     """TRL's SFTConfig for `args`: cosine schedule, checkpoints every `checkpoint_every` steps,
-    the loss on the answer only unless `prompt_loss`."""
+    the loss on the answer only unless `prompt_loss`, torch.compile on CUDA."""
+    import torch
     from trl import SFTConfig
 
     return SFTConfig(
@@ -267,6 +272,7 @@ def sft_config(args: Args):
         weight_decay=args.weight_decay, logging_steps=max(1, min(25, args.steps // 20)),
         save_strategy="steps", save_steps=args.checkpoint_every, save_total_limit=2, report_to=report_to(args.logging),
         seed=args.seed, data_seed=args.seed, completion_only_loss=not args.prompt_loss, max_length=None, packing=False,
+        padding_free=args.padding_free, torch_compile=torch.cuda.is_available() and not args.no_compile,
         dataset_num_proc=None, dataloader_num_workers=0, **device_kwargs(args.fp32))
 
 
@@ -323,6 +329,8 @@ def main(args: Args) -> dict[str, Any]:
     results: dict[str, Any] = {"args": dataclasses.asdict(args), "parameters": n_params,
                                "train_loss": float(output.training_loss), "steps": int(trainer.state.global_step),
                                "resumed_from": resume_from, "eval": evaluator.history,
+                               "train_runtime": float(output.metrics.get("train_runtime", 0.0)),
+                               "mean_example_tokens": float(np.mean([len(x) for x in trainer.train_dataset["input_ids"]])),
                                "seconds": time.perf_counter() - started}
     if trainer.is_world_process_zero():
         finish_run(trainer, train_task, out, results, evaluator.history)
