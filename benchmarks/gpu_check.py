@@ -54,8 +54,8 @@ class Sizes:
 
     deadline: float = 480.0  #: seconds for the whole check (model loading, evaluation and planning included)
     #: per stage: (planned seconds, minimum seconds); a stage is shrunk towards its minimum, then skipped
-    plans: tuple[tuple[str, float, float], ...] = (("ceilings", 15, 5), ("speed", 110, 40), ("rewards", 15, 5),
-                                                   ("text", 150, 70), ("pusht", 170, 80))
+    plans: tuple[tuple[str, float, float], ...] = (("ceilings", 10, 5), ("speed", 100, 40), ("rewards", 10, 5),
+                                                   ("text", 160, 70), ("pusht", 180, 80))
     speed: Any = None  #: benchmarks.world_model_speed sizes (None: its defaults)
     speed_compile: bool = True  #: time compiled training too (its warm-up is tens of seconds)
     reward_frames: int = 256
@@ -80,6 +80,7 @@ class Sizes:
     agreement_episodes: int = 4
     agreement_candidates: int = 32
     max_steps: int = 10**6  #: a cap on every trainer's steps (the tiny run's budget is steps, not seconds)
+    utilisation: float = 0.3  #: planning figure: the share of the matmul rate a training step is expected to reach
     shard_mib: int = 15
 
 
@@ -199,6 +200,15 @@ class Context:
     def device(self):
         return self.precision.device
 
+    def planned_steps(self, seconds: float, cost, tokens_per_step: float) -> int:
+        """Optimizer steps that `seconds` allow at `sizes.utilisation` of the measured matmul rate, so a
+        trainer's cosine schedule ends near its time limit (the limit still stops it)."""
+        from rlvr_envs.core.sizing import H200_BF16_PEAK
+
+        peak = self.ceilings.get("matmul_flops") or H200_BF16_PEAK
+        planned = int(seconds / cost.train_seconds(tokens_per_step, peak_flops=peak, utilisation=self.sizes.utilisation))
+        return max(2, min(self.sizes.max_steps, planned))
+
     def mfu(self, tokens_per_second: float, flops_per_token: float) -> float | None:
         """Share of the measured bf16 matmul rate (None before the ceilings stage ran)."""
         rate = self.ceilings.get("matmul_flops")
@@ -302,7 +312,11 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
     for name in ("text_sft", "text_grpo"):
         shutil.rmtree(work / name, ignore_errors=True)
     train_seconds = max(1.0, left() - sizes.text_reserve)
-    sft_args = dict(env_id=TEXT_ENV, from_scratch=True, preset=sizes.text_preset, balance=True, steps=sizes.max_steps,
+    probe = task_from_env_id(TEXT_ENV, split="test", size=64)
+    example = np.mean([len(probe.prompt_ids(i)) + len(probe.target_ids(i)) + 1 for i in range(len(probe))])
+    planned_cost = preset_cost(sft.TEXT_PRESETS[sizes.text_preset], len(probe.tokenizer), int(example))
+    sft_steps = ctx.planned_steps(train_seconds * sizes.text_sft_share, planned_cost, sizes.text_batch * example)
+    sft_args = dict(env_id=TEXT_ENV, from_scratch=True, preset=sizes.text_preset, balance=True, steps=sft_steps,
                     batch_size=sizes.text_batch, lr=1e-3, warmup_steps=20, train_size=sizes.text_train_size,
                     eval_size=sizes.text_eval, eval_every=10**9, checkpoint_every=10**9,
                     max_seconds=train_seconds * sizes.text_sft_share, out=str(work / "text_sft"),
@@ -342,13 +356,12 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
     reference = reports[f"shipped {SHIPPED_TEXT[0]} (CPU)"]
     paired = {name: compare_reports(reference, report, changed) for name, report in reports.items()
               if report is not reference}
-    probe = task_from_env_id(TEXT_ENV, split="test", size=4)
     cost = preset_cost(sft.TEXT_PRESETS[sizes.text_preset], len(probe.tokenizer), int(sft_result["mean_example_tokens"]))
     runtime = sft_result["train_runtime"] or sft_seconds
     tokens_per_second = sft_result["steps"] * sizes.text_batch * sft_result["mean_example_tokens"] / runtime
     return {"preset": sizes.text_preset, "parameters": sft_result["parameters"], "cost": cost.as_dict(),
             "train_transitions": sizes.text_train_size or "task default",
-            "sft": {"steps": sft_result["steps"], "seconds": round(sft_seconds, 1), "train_runtime": round(runtime, 1),
+            "sft": {"steps": sft_result["steps"], "planned_steps": sft_steps, "seconds": round(sft_seconds, 1), "train_runtime": round(runtime, 1),
                     "train_loss": sft_result["train_loss"], "batch": sizes.text_batch, "fast_path": fast,
                     "mean_example_tokens": round(sft_result["mean_example_tokens"], 1),
                     "tokens_per_second_estimate": round(tokens_per_second),
@@ -421,6 +434,10 @@ def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
                         steps=sizes.max_steps, eval_every=10**9, eval_windows=sizes.pusht_eval,
                         checkpoint_every=10**9, threads=args.threads, device=args.device,
                         max_seconds=train_seconds * sizes.pusht_mle_share, seed=0).validate()
+    probe = mle.build_task(mle_args, "test")
+    tokens = probe.layout.prompt_len + probe.layout.response_len + 1
+    cost = preset_cost(PRESETS[sizes.pusht_preset], probe.vocab.size, tokens)
+    mle_args.steps = ctx.planned_steps(mle_args.max_seconds, cost, sizes.pusht_batch * tokens)
     mle_card = mle.main(mle_args)
     grpo_args = GRPOConfig(env_id=PUSHT_ENV, env_kwargs=("reward=mae", f"data_dir={data}"), model=str(mle_out),
                            out=str(grpo_out), steps=sizes.max_steps, max_seconds=max(1.0, left() - sizes.pusht_reserve),
@@ -438,12 +455,10 @@ def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
                              "--threads", str(args.threads), "--out", str(agreement_path)])
     agreement = json.loads(agreement_path.with_suffix(".json").read_text())
     exported = export_model(grpo_out, out / "pusht_model", sizes.shard_mib)
-    tokens = held_out.layout.prompt_len + held_out.layout.response_len + 1
-    cost = preset_cost(PRESETS[sizes.pusht_preset], held_out.vocab.size, tokens)
     steady = mle_card["tokens_per_second_after_first_step"]
     return {"preset": sizes.pusht_preset, "parameters": mle_card["parameters"], "cost": cost.as_dict(),
             "data": {"episodes": sizes.pusht_episodes, "seconds": round(data_seconds, 1)},
-            "mle": {"steps": mle_card["steps"], "seconds": mle_card["train_seconds_this_run"],
+            "mle": {"steps": mle_card["steps"], "planned_steps": mle_args.steps, "seconds": mle_card["train_seconds_this_run"],
                     "first_step_seconds": mle_card["first_step_seconds"], "micro_batch": mle_card["micro_batch"],
                     "compiled": mle_card["compiled"], "tokens_per_second": mle_card["tokens_per_second"],
                     "tokens_per_second_after_first_step": steady, "mfu": ctx.mfu(steady, cost.train_flops_per_token),
@@ -591,6 +606,7 @@ def markdown(data: dict[str, Any]) -> str:
                 else ("compiled, " if fast["compiled"] else "") + "padding-free batches"
             lines += [f"SFT of the {result['preset']} preset ({result['parameters'] / 1e6:.1f}M) on "
                       f"{result['train_transitions']} transitions, batch {sft_['batch']} ({path}): {sft_['steps']} steps "
+                      f"(planned {sft_['planned_steps']}) "
                       f"in {sft_['seconds']} s (training {sft_['train_runtime']} s), ~{sft_['tokens_per_second_estimate']:,} "
                       f"tokens/s, MFU {_pct(sft_['mfu_estimate'])} (estimate: mean example length "
                       f"{sft_['mean_example_tokens']} tokens x batch x steps / training seconds); GRPO "
@@ -610,7 +626,7 @@ def markdown(data: dict[str, Any]) -> str:
             step = grpo_.get("median_step_seconds")
             lines += [f"World model preset {result['preset']} ({result['parameters'] / 1e6:.1f}M) on "
                       f"{result['data']['episodes']} generated episodes ({result['data']['seconds']} s): MLE "
-                      f"{mle['steps']} steps in {mle['seconds']} s (first step, compile included, "
+                      f"{mle['steps']} steps (planned {mle['planned_steps']}) in {mle['seconds']} s (first step, compile included, "
                       f"{mle['first_step_seconds']} s; micro-batch {mle['micro_batch']}), "
                       f"{mle['tokens_per_second_after_first_step']:,} tokens/s after it, MFU {_pct(mle['mfu'])}; GRPO "
                       f"{grpo_['steps']} steps in {grpo_['seconds']} s, median step "

@@ -166,7 +166,12 @@ def training(device, precision, sizes: SpeedSizes, matmul_flops: float, compile_
             return training_step(step_model, optimizer, run, windows, windows, pick, counts, micro)
 
         began = time.perf_counter()
-        first_loss = float(step(0))  # a sync; compile happens here
+        try:
+            first_loss = float(step(0))  # a sync; compile happens here
+        except Exception as exc:  # compile broke on this stack: the eager figures still stand
+            out["modes"][mode] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+            compile_too = False
+            continue
         first = time.perf_counter() - began
         _sync(device)
         began = time.perf_counter()
@@ -216,6 +221,9 @@ def markdown(result: dict[str, Any]) -> list[str]:
               f"{train['train_flops_per_token'] / 1e9:.2f} GFLOP per token:", "",
               "| mode | micro-batch | first step (s) | tokens/s | MFU |", "|---|---:|---:|---:|---:|"]
     for mode, row in train["modes"].items():
+        if "error" in row:
+            lines.append(f"| {mode} | failed: `{row['error']}` | | | |")
+            continue
         lines.append(f"| {mode} | {row['micro_batch']} | {row['first_step_seconds']:.1f} | "
                      f"{row['tokens_per_second']:,.0f} | {row['mfu']:.1%} |")
     if "speedup" in train:

@@ -267,7 +267,15 @@ def main(args: Args) -> dict:
         model.train()
         pick = run.shard(np.random.default_rng([args.seed, step]).integers(len(sequences), size=args.batch_size))
         began = time.perf_counter() if first_step_seconds is None else None
-        loss = training_step(model, optimizer, run, windows, window_labels, pick, counts, micro)
+        try:
+            loss = training_step(model, optimizer, run, windows, window_labels, pick, counts, micro)
+        except Exception as exc:  # torch.compile broke on this stack: say so and train eager (one process)
+            if not (compiled and began is not None and run.world == 1):
+                raise
+            say(f"torch.compile failed on the first step ({type(exc).__name__}: {str(exc)[:200]}); training "
+                f"without it (--no-compile skips the attempt)", flush=True)
+            model, compiled = raw_model, False
+            loss = training_step(model, optimizer, run, windows, window_labels, pick, counts, micro)
         schedule.step()
         if began is not None:  # the first step holds torch.compile's warm-up: time it whole
             if run.device.type == "cuda":
