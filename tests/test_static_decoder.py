@@ -92,3 +92,22 @@ def test_unknown_engine_is_refused():
     vocab, layouts = _layouts()
     with pytest.raises(ValueError, match="engine"):
         generate_responses(None, np.zeros((1, 3), dtype=int), layouts["single"], engine="fast")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU (run on one: pytest -k cuda)")
+@pytest.mark.parametrize("kind", ["single", "multi"])
+def test_cuda_graph_replay_gives_the_eager_tokens_on_cuda(kind):
+    from rlvr_envs.video.static_decoder import decoder_for
+    from rlvr_envs.video.world_model import generate_responses
+
+    vocab, layouts = _layouts()
+    layout = layouts[kind]
+    model = _model(vocab, layout.prompt_len + layout.response_len).to("cuda")
+    prompts, given = _prompts(vocab, layout, 4, np.random.default_rng(2))
+    for temperature, top_k in ((0.0, None), (1.0, 5)):
+        eager = generate_responses(model, prompts, layout, given, temperature=temperature, top_k=top_k, seed=7,
+                                   engine="eager")
+        graphed = generate_responses(model, prompts, layout, given, temperature=temperature, top_k=top_k, seed=7,
+                                     engine="static")
+        assert np.array_equal(eager, graphed), (temperature, eager, graphed)
+    assert decoder_for(model, 4, layout.prompt_len + layout.response_len).graph is not None  # it replayed a graph
