@@ -204,6 +204,13 @@ class RebuiltState:
             flat[key] = ("<defect>", reason)  # a key the real state never has: a wrong field
         return flat
 
+    def as_dict(self) -> dict[str, list]:
+        """The prediction `info` reports: the objects, the score as [key, value] pairs and the
+        defects' reasons. Lists only: gymnasium's vector envs walk into dicts and type each leaf
+        by the first env's value, so a dict keyed and valued by the model could crash them."""
+        return {"objects": list(self.objects.values()), "score": [[key, value] for key, value in self.score.items()],
+                "defects": [reason for _, reason in self.defects]}
+
 
 def check_answer(diff: Mapping[str, Any]) -> None:
     """Raise `AnswerError` for an incomplete answer (see the module docstring)."""
