@@ -49,6 +49,11 @@ def text_cases() -> dict[str, Callable[[], str]]:
     def distinct_items(n: int) -> str:
         return "New items:\n" + "\n".join(f"[{i}] link 'item {i}' focused: True" for i in range(n))
 
+    def text_game_answer(modified: str = "", removed: str = "", score: str = "0") -> str:
+        """A text-game answer (complete, so it parses) with the given JSON inside."""
+        return (f'{{"modified": [{modified}], "removed": [{removed}], '
+                f'"score": {{"score": {score}, "gameOver": false, "gameWon": false}}}}')
+
     return {
         "4 KB line of spaces": lambda: " " * 4096,
         "100 KB line of spaces after a title": lambda: "New items:\n" + " " * 100_000 + "x",
@@ -76,6 +81,11 @@ def text_cases() -> dict[str, Callable[[], str]]:
         "unterminated string of 400 KB": lambda: '{"a": "' + "x" * 400_000 + "}",
         "100,000-digit JSON number": lambda: '{"modified": [], "removed": [], "score": {"score": ' + "1" * 100_000 + "}}",
         "100 KB of NUL bytes": lambda: "\x00" * 100_000,
+        "1,000-character object key": lambda: text_game_answer(
+            '{"uuid": 1, "name": "x", "type": "t", "properties": {}, "contains": [], "' + "junk" * 250 + '": 1}'),
+        "uuids in other digits": lambda: text_game_answer(removed='"٥", "５", "²", "--5"'),
+        "400-digit integers": lambda: text_game_answer(removed="9" * 400, score="9" * 400),
+        "two answers 10 KB apart": lambda: text_game_answer() + " and again:" * 1_000 + text_game_answer(),
         "over the size limit": lambda: "New items:\n" + "[1] link 'x'\n" * (MAX_RESPONSE_CHARS // 13 + 1),
     }
 

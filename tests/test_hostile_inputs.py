@@ -31,6 +31,9 @@ from rlvr_envs.web.changes import parse_changes
 
 ENV_IDS = ("RLVRWorld/MiniTextWorld-v0", "RLVRWorld/MiniWeb-v0")
 TEXTS = text_cases()
+#: complete text-game answers with hostile content: they must parse
+TEXT_GAME_ANSWERS = {"1,000-character object key", "uuids in other digits", "400-digit integers",
+                     "two answers 10 KB apart"}
 
 
 @functools.cache
@@ -59,6 +62,8 @@ def test_hostile_text_through_verify_text(case, env_id):
                         "100,000-digit JSON number"}
     if case in must_refuse:
         assert not result["parsed"] and result["reward"] == task.min_reward
+    if "TextWorld" in env_id and case in TEXT_GAME_ANSWERS:  # a defect costs its field, never the answer
+        assert result["parsed"], f"{case}: {result['error']}"
 
 
 @pytest.mark.parametrize("case, reason", [

@@ -100,6 +100,64 @@ def test_vector_entry_point_is_the_batched_env(env_id):
     assert (info["index"] == 0).all() and obs["prompt"].shape[0] == 3
 
 
+#: the ids whose tasks build in a fraction of a second (the video ids load torch models; their
+#: infos' stacking is checked by `check_llm_env` in test_llm_env_checker)
+TEXT_AND_WEB_IDS = [e.id for e in ENVS if not e.task.startswith("rlvr_envs.video")]
+
+
+def _mixed_answers(task, indices, good_row: int) -> np.ndarray:
+    """The gold answer in row `good_row`, an empty (unparsable) response in every other row."""
+    actions = np.full((len(indices), task.max_response_len), task.eos_token_id, dtype=np.int64)
+    gold = task.target_ids(int(indices[good_row]))
+    actions[good_row, :len(gold)] = gold
+    return actions
+
+
+def _step_mixed_batches(vec, task, same_step: bool) -> None:
+    """Step a 2-env gymnasium vector env with the good answer in env 1, then in env 0: the
+    first env to report an info key fixes its type, so both orders must stack."""
+    _, infos = vec.reset(seed=0)
+    empty = task.empty_prediction(0)
+    for good_row in (1, 0):
+        indices = infos["index"]
+        _, rewards, terminated, _, infos = vec.step(_mixed_answers(task, indices, good_row))
+        finished = infos["final_info"] if same_step else infos
+        assert terminated.all() and finished["parsed"].tolist() == [row == good_row for row in range(2)]
+        assert rewards[1 - good_row] == task.min_reward
+        assert np.isclose(rewards[good_row], task.max_reward(int(indices[good_row])))
+        if isinstance(empty, dict):  # walked key by key: no env's value may land as a key of its own
+            assert set(finished["prediction"]) == set(empty) | {f"_{key}" for key in empty}
+        if not same_step:  # the next step resets the finished envs (its actions are ignored)
+            _, _, _, _, infos = vec.step(_mixed_answers(task, indices, 0))
+
+
+@pytest.mark.parametrize("autoreset", ["NEXT_STEP", "SAME_STEP"])
+@pytest.mark.parametrize("env_id", TEXT_AND_WEB_IDS)
+def test_gymnasium_vector_envs_stack_mixed_answers(env_id, autoreset):
+    """gymnasium's own sync vector env on a batch where one answer parses and one does not."""
+    from gymnasium.vector import AutoresetMode
+
+    from rlvr_envs.registration import task_from_env_id
+
+    kwargs = registry_test_kwargs(env_id)
+    mode = AutoresetMode[autoreset]
+    vec = gym.make_vec(env_id, num_envs=2, vectorization_mode="sync", vector_kwargs={"autoreset_mode": mode},
+                       **kwargs)
+    _step_mixed_batches(vec, task_from_env_id(env_id, **kwargs), same_step=mode is AutoresetMode.SAME_STEP)
+
+
+def test_gymnasium_async_vector_env_stacks_mixed_answers():
+    """The same through gymnasium's subprocess vector env (infos cross a pipe)."""
+    from rlvr_envs.registration import task_from_env_id
+
+    task = task_from_env_id("RLVRWorld/MiniTextWorld-v0")
+    vec = gym.make_vec("RLVRWorld/MiniTextWorld-v0", num_envs=2, vectorization_mode="async")
+    try:
+        _step_mixed_batches(vec, task, same_step=False)
+    finally:  # a failed step leaves a call pending, which close() would wait for forever
+        vec.close(timeout=5)
+
+
 def _fresh_python(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/")
 

@@ -132,7 +132,7 @@ def mutated(answer: dict, draw) -> tuple[dict, str]:
 
 
 def fixed_mutations(answer: dict):
-    """Every single mutation with fixed choices (the exhaustive sweep)."""
+    """Every single mutation with fixed choices (the exhaustive sweep), an added key included."""
     for path, kind in sites(answer):
         if kind == "key":
             yield dropped(answer, path), f"drop {path}"
@@ -151,8 +151,8 @@ def fixed_mutations(answer: dict):
             options += ["x"]
         elif value is None:
             options = [0]
-        else:
-            options = [7, []]
+        else:  # an object, or one with a key no real one has (the 1,000-character key of issue 40)
+            options = [7, [], {**value, "junk" * 250: 1}]
         for option in options:
             variant = copy.deepcopy(answer)
             target, last = locate(variant, path)
@@ -307,6 +307,83 @@ def test_defects_of_modified_entries_cost_one_field_each(task_pairs):
         assert result.parsed and result.metrics["n_defects"] == 1 and result.metrics["exact"] == 0.0
         assert reason in result.prediction["defects"][0]
         assert result.metrics["acc_changed"] == 1.0  # the rest of the answer still counts
+
+
+def with_change(answer: dict, change) -> dict:
+    """A deep copy of `answer` with `change(copy)` applied."""
+    answer = copy.deepcopy(answer)
+    change(answer)
+    return answer
+
+
+@pytest.mark.parametrize("source", ["easy", "real"])
+def test_an_unknown_object_key_costs_like_an_unknown_property(task_pairs, source):
+    pair = task_pairs(source)
+    i = changing_row(pair["task"])
+    gold = json.loads(pair["task"].target_text(i))
+    junk = "junk" * 250
+    on_object = with_change(gold, lambda answer: answer["modified"][0].update({junk: 1}))
+    on_properties = with_change(gold, lambda answer: answer["modified"][0]["properties"].update({junk: 1}))
+    for reward, task in pair.items():
+        result = verify(task, i, json.dumps(on_object))
+        assert result.parsed and result.metrics["exact"] == 0.0 and result.reward < task.max_reward(i)
+        assert result.reward == verify(task, i, json.dumps(on_properties)).reward, reward
+
+
+@pytest.mark.parametrize("source", ["easy", "real"])
+def test_only_ascii_digits_are_uuids(task_pairs, source):
+    """A uuid in Arabic-Indic or fullwidth digits names no object (`int` would read both)."""
+    pair = task_pairs(source)
+    i = changing_row(pair["task"])
+    gold = json.loads(pair["task"].target_text(i))
+    uuid = str(gold["modified"][0]["uuid"])
+    for digits in ("٠١٢٣٤٥٦٧٨٩", "０１２３４５６７８９"):
+        written = uuid.translate(str.maketrans("0123456789", digits))
+        answer = with_change(gold, lambda answer: answer["modified"][0].update(uuid=written))
+        for reward, task in pair.items():
+            result = verify(task, i, json.dumps(answer, ensure_ascii=False))
+            assert result.parsed and result.metrics["exact"] == 0.0, (reward, written)
+            assert "not an integer" in result.prediction["defects"][0]
+
+
+@pytest.mark.parametrize("source", ["easy", "real"])
+def test_an_unreadable_value_costs_its_field_not_the_answer(task_pairs, source):
+    """A uuid `int` refuses, or an integer no float holds, is one wrong field: the same
+    reward as an ordinary wrong value there, never the minimum for the whole answer."""
+    pair = task_pairs(source)
+    i = changing_row(pair["task"])
+    gold = json.loads(pair["task"].target_text(i))
+    key = next(iter(gold["modified"][0]["properties"]))
+    cases = [(lambda answer, v=v: answer["removed"].append(v), lambda answer: answer["removed"].append("stone"))
+             for v in ("²", "--5", "9" * 5_000)]
+    cases.append((lambda answer: answer["modified"][0]["properties"].update({key: 10**400}),
+                  lambda answer: answer["modified"][0]["properties"].update({key: "surely wrong"})))
+    for unreadable, ordinary in cases:
+        for reward, task in pair.items():
+            result = verify(task, i, json.dumps(with_change(gold, unreadable)))
+            assert result.parsed and result.metrics["exact"] == 0.0, result.error
+            assert result.reward == verify(task, i, json.dumps(with_change(gold, ordinary))).reward, reward
+            if reward == "task":
+                assert result.reward > 1.0  # only the one field is lost (the answer used to score 0)
+
+
+@pytest.mark.parametrize("length", [1_000, 10_000])
+def test_the_last_of_several_objects_is_the_answer_at_any_length(task_pairs, length):
+    """`{wrong} ... {gold}` reads the gold and `{gold} ... {wrong}` the wrong one, whether the
+    response is short or long (a repair used to decide, and only under 4,000 characters)."""
+    task = task_pairs("easy")["binary"]
+    i = changing_row(task)
+    gold = task.target_text(i)
+    wrong = json.dumps(with_change(json.loads(gold), lambda answer: answer["score"].update(score=-99)))
+    for first, last, expected in ((wrong, gold, 1.0), (gold, wrong, 0.0)):
+        prose = "\nOn second thought [that's not it], let me check again.\n"
+        filler = prose * (1 + max(0, length - len(first) - len(last)) // len(prose))
+        text = first + filler + last
+        assert len(text) >= length
+        result = verify(task, i, text)
+        assert result.parsed and result.reward == expected, (length, expected)
+    cut_off = gold + filler + gold[: len(gold) // 2] + "}"  # a truncated last object ends in a "}" too
+    assert not verify(task, i, cut_off).parsed
 
 
 def test_score_only_change_counts_as_changed_fields(task_pairs):

@@ -5,6 +5,15 @@ JSON. These helpers take the answer the way the reference evaluations do and rep
 harmless defects (trailing commas, single quotes, Python literals) with `json_repair`, but
 refuse *truncated* JSON: a response cut off by the length limit is not an answer.
 
+**Which object.** Later text overrides earlier text everywhere: the answer is the text after
+`</think>` and after the last "final answer" marker, or its last fenced block if it has one
+(`extract_answer`). The JSON is read from the answer's first "{" to its last "}" (what
+follows is not read), and when that span holds several top-level objects, the *last* one is
+parsed and the others are ignored: `{wrong} {right}` reads `{right}` and `{right} {wrong}`
+reads `{wrong}`, at any length (a repair's guess used to decide, and only below
+`MAX_REPAIR_CHARS`). When the span's last object is cut off (an unclosed string or bracket),
+the answer is truncated, whatever came before it.
+
 **Bounded work.** A reward must come back in bounded time whatever the policy writes, so
 every step here is linear in the length of the response and some inputs are refused up
 front with an `AnswerError` saying why (a task maps it to its minimum reward):
@@ -100,12 +109,16 @@ def extract_answer(text: str) -> str:
     return text.strip()
 
 
-def _unbalanced(candidate: str, max_depth: int = MAX_JSON_DEPTH) -> str | None:
-    """Why `candidate` cannot be a complete answer (an unclosed string or bracket, or
-    nesting deeper than `max_depth`), or None. One pass, constant memory."""
-    depth = 0
+def _last_object(candidate: str, max_depth: int = MAX_JSON_DEPTH) -> tuple[int, str | None]:
+    """Where the last top-level object of `candidate` starts, and why it cannot be a complete
+    answer (an unclosed string or bracket, or nesting deeper than `max_depth`) or None.
+
+    `candidate` runs from a "{" to a "}". An object ends at its matching bracket, strings
+    (double- or single-quoted, as the repairs allow) skipped; between objects only "{" is
+    read, so prose there may hold quotes and brackets. One pass, constant memory."""
+    depth, start = 0, 0
     in_string, escaped, quote = False, False, ""
-    for ch in candidate:
+    for position, ch in enumerate(candidate):
         if in_string:
             if escaped:
                 escaped = False
@@ -113,19 +126,22 @@ def _unbalanced(candidate: str, max_depth: int = MAX_JSON_DEPTH) -> str | None:
                 escaped = True
             elif ch == quote:
                 in_string = False
+        elif not depth:
+            if ch == "{":
+                depth, start = 1, position
         elif ch == '"' or ch == "'":
             in_string, quote = True, ch
         elif ch == "{" or ch == "[":
             depth += 1
             if depth > max_depth:
-                return f"nested deeper than {max_depth} levels"
-        elif (ch == "}" or ch == "]") and depth:
+                return start, f"nested deeper than {max_depth} levels"
+        elif ch == "}" or ch == "]":
             depth -= 1
     if in_string:
-        return "unterminated string"
+        return start, "unterminated string"
     if depth:
-        return f"{depth} unclosed bracket(s)"
-    return None
+        return start, f"{depth} unclosed bracket(s)"
+    return start, None
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
@@ -217,8 +233,28 @@ def _decode(candidate: str) -> Any:
         raise AnswerError(f"malformed JSON that could not be repaired ({type(exc).__name__})") from None
 
 
+#: what `_well_formed` returns for text the C decoder cannot read
+_MALFORMED = object()
+
+
+def _well_formed(candidate: str) -> Any:
+    """`candidate` read by the C decoder (most answers are well-formed JSON), or `_MALFORMED`."""
+    try:
+        value = json.loads(candidate)
+    except (json.JSONDecodeError, RecursionError):
+        return _MALFORMED  # explained (truncated, too deep, several objects) or repaired by the caller
+    except ValueError as exc:  # e.g. a number longer than Python's integer-digit limit
+        raise AnswerError(f"unreadable JSON ({str(exc)[:120]})") from None
+    # no deeper than its opening brackets: walk the value only when there are enough of them
+    if candidate.count("{") + candidate.count("[") > MAX_JSON_DEPTH and _deeper_than(value, MAX_JSON_DEPTH):
+        raise AnswerError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    return value
+
+
 def parse_json_object(text: str, required_keys: tuple[str, ...] = ()) -> dict[str, Any]:
-    """Parse the JSON object in `text` (see `extract_answer` for where it is looked for).
+    """Parse the JSON object in `text`: in the answer (`extract_answer`), the span from the
+    first "{" to the last "}"; when that span holds several objects, the last one (see the
+    module docstring).
 
     Raises `AnswerError` for a response over the size limit, no object, a truncated or too
     deeply nested object, or JSON that cannot be repaired (see the module docstring).
@@ -236,34 +272,26 @@ def parse_json_object(text: str, required_keys: tuple[str, ...] = ()) -> dict[st
     if end < start:
         raise AnswerError("truncated JSON (the object is never closed)")
     candidate = answer[start:end + 1]
-    try:  # the fast path: most answers are well-formed JSON, which the C decoder reads at once
-        value = json.loads(candidate)
-    except (json.JSONDecodeError, RecursionError):
-        pass  # explained (truncated, too deep) or repaired below
-    except ValueError as exc:  # e.g. a number longer than Python's integer-digit limit
-        raise AnswerError(f"unreadable JSON ({str(exc)[:120]})") from None
-    else:
-        # no deeper than its opening brackets: walk the value only when there are enough of them
-        if candidate.count("{") + candidate.count("[") > MAX_JSON_DEPTH and _deeper_than(value, MAX_JSON_DEPTH):
-            raise AnswerError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-        if not isinstance(value, dict):
-            raise AnswerError(f"the answer is a JSON {type(value).__name__}, not an object")
-        return value
-    reason = _unbalanced(candidate)
-    if reason is not None:
-        if reason.startswith("nested"):
-            raise AnswerError(f"JSON {reason}")
-        raise AnswerError(f"truncated JSON ({reason})")
-    if "\\" not in candidate:  # (a \u escape could spell a key) no repair can add a key the text never names
-        for key in required_keys:
-            if key not in candidate:
-                raise AnswerError(f"the answer has no {key!r} key (it needs {', '.join(map(repr, required_keys))})")
-    try:
-        value = _decode(candidate)
-    except AnswerError:
-        raise
-    except ValueError as exc:  # e.g. a number longer than Python's integer-digit limit
-        raise AnswerError(f"unreadable JSON ({str(exc)[:120]})") from None
+    value = _well_formed(candidate)
+    if value is _MALFORMED:
+        last, reason = _last_object(candidate)
+        if reason is not None:
+            if reason.startswith("nested"):
+                raise AnswerError(f"JSON {reason}")
+            raise AnswerError(f"truncated JSON ({reason})")
+        candidate = candidate[last:]
+        value = _well_formed(candidate) if last else _MALFORMED
+    if value is _MALFORMED:
+        if "\\" not in candidate:  # (a \u escape could spell a key) no repair can add a key the text never names
+            for key in required_keys:
+                if key not in candidate:
+                    raise AnswerError(f"the answer has no {key!r} key (it needs {', '.join(map(repr, required_keys))})")
+        try:
+            value = _decode(candidate)
+        except AnswerError:
+            raise
+        except ValueError as exc:  # e.g. a number longer than Python's integer-digit limit
+            raise AnswerError(f"unreadable JSON ({str(exc)[:120]})") from None
     if not isinstance(value, dict):
         raise AnswerError(f"the answer is a JSON {type(value).__name__}, not an object")
     return value

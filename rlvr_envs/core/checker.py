@@ -96,8 +96,10 @@ def check_llm_env(env: gym.Env, indices: list[int] | None = None, seed: int = 0,
 
         random_tokens = rng.integers(0, task.vocab_size, size=task.max_response_len).tolist()
         overlong = rng.integers(0, task.vocab_size, size=2 * task.max_response_len).tolist()
+        gold_info = info
         for name, response in (("empty", []), ("random-token", random_tokens), ("overlong", overlong)):
             value, info = _score(seq, index, response)
+            _check_infos_stack(gold_info, info, f"[{index}] the {name} response's info")
             if name == "empty" or task.random_responses_score_minimum:
                 assert value == task.min_reward, f"[{index}] {name} response scored {value}, not {task.min_reward}"
                 assert info["error"], f"[{index}] {name} response has no error string"
@@ -109,6 +111,7 @@ def check_llm_env(env: gym.Env, indices: list[int] | None = None, seed: int = 0,
         for bad in (task.vocab_size, -1, 2**64 + 1):
             value, info = _score(seq, index, [int(bad)])
             assert value == task.min_reward and info["error"], f"[{index}] token id {bad} scored {value}"
+            _check_infos_stack(gold_info, info, f"[{index}] the info of token id {bad}")
         for not_tokens in (np.array([0.5]), np.array(["a"])):
             seq.reset(options={"index": index})
             try:
@@ -124,6 +127,7 @@ def check_llm_env(env: gym.Env, indices: list[int] | None = None, seed: int = 0,
                 value, info = _score(seq, index, ids)
                 assert value == task.min_reward and not info["parsed"] and info["error"], \
                     f"[{index}] malformed answer {text!r} scored {value} (error={info['error']!r})"
+                _check_infos_stack(gold_info, info, f"[{index}] the info of malformed answer {text!r}")
     return report
 
 
@@ -138,6 +142,34 @@ def _check_gold_beats_perturbed(seq: NextStatePredictionEnv, task: Task, index: 
         value, _ = _score(seq, index, noisy)
         assert value <= gold_reward + 1e-9, f"[{index}] a response with {share:.0%} tokens replaced scored " \
                                             f"{value} above the gold codes' {gold_reward}"
+
+
+#: number types as gymnasium's vector envs tell them apart (bool first: it is an int to Python)
+_NUMBER_KINDS = (("a bool", (bool, np.bool_)), ("an int", (int, np.integer)), ("a float", (float, np.floating)))
+
+
+def _stack_type(value: Any) -> str:
+    """What gymnasium's vector envs fix from the first env that reports an info value: a dict
+    is walked key by key, a number fixes the dtype, an array its shape and dtype, anything
+    else (a string, a list, None) goes into an object array."""
+    if isinstance(value, dict):
+        return "a dict"
+    if isinstance(value, np.ndarray):
+        return f"an array {value.shape} of {value.dtype}"
+    for name, kinds in _NUMBER_KINDS:
+        if isinstance(value, kinds):
+            return name
+    return "an object"
+
+
+def _check_infos_stack(first: dict[str, Any], other: dict[str, Any], what: str, path: str = "info") -> None:
+    """`other` stacks after `first` in one vector env: every key both have has one type (keys
+    only one has are masked, which gymnasium allows)."""
+    for key in first.keys() & other.keys():
+        a, b = _stack_type(first[key]), _stack_type(other[key])
+        assert a == b, f"{what}: {path}[{key!r}] is {b} where a parsed answer's is {a} (vector envs cannot stack them)"
+        if a == "a dict":
+            _check_infos_stack(first[key], other[key], what, f"{path}[{key!r}]")
 
 
 def _same_metrics(a: dict[str, float], b: dict[str, float]) -> bool:

@@ -139,12 +139,17 @@ class Episode:
         return observation_views(row, self.task.max_prompt_len)
 
     def info(self, result: RewardResult | None = None) -> dict[str, Any]:
-        """The step info: which transition, and once final, the verified result."""
+        """The step info: which transition, and once final, the verified result.
+
+        Every key keeps one type on every step of a task (`parsed` a bool, `metrics` floats,
+        `prediction` the task's `empty_prediction` when nothing parsed, `error` None or a
+        string), so gymnasium's own vector envs can stack the infos of a batch."""
         info: dict[str, Any] = {"index": self.index, "uid": self.task.transition(self.index).uid}
         if result is not None:
-            info.update(parsed=result.parsed, error=result.error, prediction=result.prediction,
-                        metrics=dict(result.metrics), max_reward=result.max_reward,
-                        response_len=len(self.response))
+            prediction = result.prediction if result.parsed else self.task.empty_prediction(self.index)
+            info.update(parsed=bool(result.parsed), error=result.error, prediction=prediction,
+                        metrics={key: float(value) for key, value in result.metrics.items()},
+                        max_reward=float(result.max_reward), response_len=len(self.response))
         return info
 
 

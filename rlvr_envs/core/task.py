@@ -99,6 +99,14 @@ class Task(abc.ABC):
         """The reward of a perfect prediction for this transition."""
         return 1.0
 
+    def empty_prediction(self, index: int) -> Any:
+        """`info["prediction"]` of a response that did not parse (`info["parsed"]` False): the
+        structure of a parsed prediction, empty. Gymnasium's vector envs give an info key the
+        type of the first env that reports it (a dict is walked key by key, a number or array
+        fixes the dtype), so a prediction that is None in one env and a dict or array in
+        another crashes them. None suits a task whose predictions are other objects."""
+        return None
+
     def is_complete(self, index: int, response_ids: Sequence[int]) -> bool:
         """True when the response structure is complete (token mode ends the episode)."""
         return False

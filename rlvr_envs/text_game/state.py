@@ -22,19 +22,23 @@ answer must say is ever filled in for it:
     taken from the current state (a missing `contains` is not an empty one; a missing
     `properties` is one wrong field besides every property it leaves out);
   * an entry of `modified` that is not an object, has no integer uuid, or repeats a uuid
-    already listed counts as one wrong field (the last entry of a repeated uuid is used);
+    already listed counts as one wrong field (the last entry of a repeated uuid is used).
+    A uuid is an integer, or its ASCII digits as a string ("5", "-5"); other digits
+    ("٥", "５", "²") are not numbers here;
   * each entry of `removed` must be the uuid of an object of the current state, listed
     once; anything else (an unknown uuid, a name, a repeat) is a wrong removal, one wrong
     field. Removals apply after modifications;
-  * a property key the real object does not have is one wrong field; so is a score key
-    other than the three;
+  * a property key the real object does not have is one wrong field; so is an object key
+    other than the five above (however long) and a score key other than the three;
   * a wrong field anywhere means `exact` = 0, so the binary reward is 0 and the task
     reward loses its 0.2.
 
 Lenient about syntax, and only that: key order, the order of `contains`, numbers written
 differently (500 == 500.0, "5" as a uuid), whitespace, code fences, reasoning before the
 answer and repairable JSON (see `rlvr_envs.core.answer`). A number never equals a
-boolean (1 != true) and a string never equals a number ("0" != 0) in a field.
+boolean (1 != true) and a string never equals a number ("0" != 0) in a field. No value
+the model writes can fail the whole answer: an integer beyond any float (400 digits) is
+one field like any other.
 
 Rewards: binary = `exact`; task = 0.09·acc_objects + 0.01·acc_score + 1.0·acc_changed +
 0.2·exact (the reference's 0.1·acc_all split as in its code). acc_changed is the accuracy
@@ -54,6 +58,7 @@ Deliberate differences from the reference evaluation (documented in docs/environ
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,6 +69,7 @@ SCORE_FIELDS = ("score", "gameOver", "gameWon")
 #: keys every object of `modified` must carry ("type" only where the real objects carry it)
 OBJECT_KEYS = ("uuid", "name", "type", "properties", "contains")
 ANSWER_KEYS = ("modified", "removed", "score")
+_OBJECT_KEY_SET = frozenset(OBJECT_KEYS)
 
 #: the value of a field one side does not have (a lookup default)
 _MISSING = ("<missing>",)
@@ -87,7 +93,10 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, (int, float)):
-        return ("num", float(value))
+        try:
+            return ("num", float(value))
+        except OverflowError:  # an integer beyond any float equals no float: it stays itself
+            return ("num", value)
     if isinstance(value, Mapping):
         return ("map", tuple(sorted((str(k), _canonical(v)) for k, v in value.items())))
     if isinstance(value, (list, tuple)):
@@ -95,16 +104,23 @@ def _canonical(value: Any) -> Any:
     return ("other", repr(value))
 
 
+#: a uuid written as text: ASCII digits only (`str.isdigit` passes "٥", "５" and "²", and `int` reads the first two)
+_UUID_TEXT = re.compile(r"-?[0-9]+")
+
+
 def parse_uuid(value: Any) -> int | None:
-    """`value` as a uuid (an integer, or its digits as a string), or None."""
+    """`value` as a uuid (an integer, or its ASCII digits as a string), or None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
+    if isinstance(value, str) and _UUID_TEXT.fullmatch(text := value.strip()):
+        try:
+            return int(text)
+        except ValueError:  # more digits than Python converts from text
+            return None
     return None
 
 
@@ -144,6 +160,8 @@ def flatten_object(uuid: int, obj: Mapping[str, Any]) -> dict[tuple, Any]:
     else:  # absent or not an object: one wrong field (the real state has no such key)
         flat[(uuid, "properties")] = _ABSENT if properties is _ABSENT else ("<not an object>", _canonical(properties))
     flat[(uuid, "contains")] = _contains_value(obj.get("contains", _ABSENT))
+    for key in obj.keys() - _OBJECT_KEY_SET:  # a key the real objects never have: a wrong field
+        flat[(uuid, f"key {key}")] = _canonical(obj[key])
     return flat
 
 
@@ -203,6 +221,13 @@ class RebuiltState:
         for key, reason in self.defects:
             flat[key] = ("<defect>", reason)  # a key the real state never has: a wrong field
         return flat
+
+    def as_dict(self) -> dict[str, list]:
+        """The prediction `info` reports: the objects, the score as [key, value] pairs and the
+        defects' reasons. Lists only: gymnasium's vector envs walk into dicts and type each leaf
+        by the first env's value, so a dict keyed and valued by the model could crash them."""
+        return {"objects": list(self.objects.values()), "score": [[key, value] for key, value in self.score.items()],
+                "defects": [reason for _, reason in self.defects]}
 
 
 def check_answer(diff: Mapping[str, Any]) -> None:

@@ -149,9 +149,10 @@ class TextGameTask(TextTask):
                                               prediction.flatten(known=meta["current_fields"]),
                                               meta["changed_fields"])
         reward = metrics["exact"] if self.reward == "binary" else metrics["task_reward"]
-        return RewardResult(reward=reward, metrics=metrics, parsed=True,
-                            prediction={"objects": list(prediction.objects.values()), "score": prediction.score,
-                                        "defects": [reason for _, reason in prediction.defects]})
+        return RewardResult(reward=reward, metrics=metrics, parsed=True, prediction=prediction.as_dict())
+
+    def empty_prediction(self, index: int) -> dict[str, list]:
+        return text_state.RebuiltState({}, {}).as_dict()
 
 
 @dataclass(frozen=True)

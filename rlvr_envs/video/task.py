@@ -504,6 +504,10 @@ class VideoPredictionTask(Task):
             result.metrics["ceiling"] = self.ceiling(int(index))
         return results
 
+    def empty_prediction(self, index: int) -> np.ndarray:
+        """Codes of -1 (no code) in the shape of a parsed prediction, [future frames, codes per frame]."""
+        return np.full((self.layout.future, self.layout.tokens_per_frame), -1, dtype=np.int64)
+
     def ceiling(self, index: int) -> float:
         """The reward of the gold codes themselves (what a perfect world model earns here)."""
         if index not in self._ceiling:

@@ -190,6 +190,9 @@ class WebChangeTask(TextTask):
         reward = metrics["f1"] if self.reward == "items" else metrics["reference_f1"]
         return RewardResult(reward=reward, metrics=metrics, parsed=True, prediction=prediction.as_dict())
 
+    def empty_prediction(self, index: int) -> dict[str, list[str]]:
+        return ChangeList(new=(), deleted=(), updated=()).as_dict()
+
 
 @dataclass(frozen=True)
 class WebStateConfig:
