@@ -12,7 +12,7 @@ killed run loses nothing already measured:
    + CUDA graphs (tokens/s, share of the memory floor) and the MLE training step eager vs compiled
    (tokens/s, MFU against stage 1's matmul rate).
 3. rewards: -(L1 + LPIPS) of 256x320 frames, one batched call vs one call per frame (goal >= 5x).
-4. text: MiniTextWorld SFT of the ~57M "medium" text preset (padding-free batches) on fresh
+4. text: MiniTextWorld SFT of the ~57M "medium" text preset (eager: see `Sizes.text_compile`) on fresh
    procedural transitions, then GRPO with groups of 16; held-out exact accuracy on changed and
    unchanged transitions with 95% Wilson intervals, next to the shipped CPU models (paired tests).
 5. pusht: PushT single-step with the ~22M "base" world model: MLE on freshly generated episodes,
@@ -22,7 +22,8 @@ killed run loses nothing already measured:
 
 The deadline holds everything (model loading, evaluation, the planning agreement): each stage gets
 its planned seconds, shrunk so the later stages keep their minimums, and a stage whose minimum no
-longer fits is skipped and says so. Training stages turn their seconds into `max_seconds` of the
+longer fits is skipped and says so; if a stage is still running when the deadline passes, the
+check records it as stopped and exits with status 3 (`DEADLINE_EXIT`), keeping what was measured. Training stages turn their seconds into `max_seconds` of the
 trainers after reserving their evaluation. The LPIPS trunk is the seeded random one unless its real
 weights are on the machine; the output says which. docs/scale_out.md has the device command.
 """
@@ -68,7 +69,8 @@ class Sizes:
     text_completion: int = 256
     text_eval: int = 128
     text_reserve: float = 35.0  #: seconds kept for the four held-out evaluations
-    text_compile: bool = False  #: TRL's variable-length batches recompile per new shape (~40 s each on an H200)
+    #: TRL's batches vary in length, so a compiled model recompiles for new shapes (2 steps took 87 s on an H200)
+    text_compile: bool = False
     text_grpo_overhead: float = 25.0  #: GRPO's loading and its own start/end evaluations
     text_grpo_minimum: float = 20.0  #: fewer seconds of GRPO than this are skipped
     trainer_eval: int = 16  #: the trainers' own end-of-run evaluations (the check evaluates text_eval itself)
@@ -79,8 +81,9 @@ class Sizes:
     pusht_group: int = 16
     pusht_prompts: int = 8
     pusht_eval: int = 96
-    pusht_reserve: float = 45.0  #: seconds kept for evaluation, baselines, the planning agreement and the export
-    pusht_mle_share: float = 0.7  #: of the PushT training seconds, the rest GRPO
+    pusht_overhead: float = 25.0  #: seconds between the two trainings: MLE's evaluation, GRPO's loading and start evaluation
+    pusht_reserve: float = 30.0  #: seconds kept after GRPO: its final evaluation, baselines, planning agreement, export
+    pusht_mle_share: float = 0.65  #: of the PushT training seconds, the rest GRPO
     agreement_episodes: int = 4
     agreement_candidates: int = 32
     max_steps: int = 10**6  #: a cap on every trainer's steps (the tiny run's budget is steps, not seconds)
@@ -93,7 +96,7 @@ TINY = Sizes(deadline=600.0, plans=(("ceilings", 10, 1), ("speed", 60, 5), ("rew
              speed="tiny", speed_compile=False, reward_frames=4, reward_resolution=(64, 64), text_preset="micro",
              text_batch=2, text_train_size=16, text_group=2, text_prompts=2, text_completion=8, text_eval=4,
              text_reserve=0.0, text_grpo_overhead=0.0, text_grpo_minimum=0.0, trainer_eval=2, pusht_preset="tiny", pusht_episodes=12, pusht_batch=2, pusht_group=2, pusht_prompts=2,
-             pusht_eval=2, pusht_reserve=0.0, agreement_episodes=1, agreement_candidates=4, max_steps=4)
+             pusht_eval=2, pusht_overhead=0.0, pusht_reserve=0.0, agreement_episodes=1, agreement_candidates=4, max_steps=4)
 
 
 class Deadline:
@@ -105,6 +108,16 @@ class Deadline:
 
     def remaining(self) -> float:
         return self.end - self.clock()
+
+    def arm(self, on_expiry) -> "threading.Timer":
+        """Call `on_expiry()` from a daemon thread when the deadline passes (the hard stop: a stage
+        that overruns its budget is cut there, not left to run on)."""
+        import threading
+
+        timer = threading.Timer(max(0.0, self.remaining()), on_expiry)
+        timer.daemon = True
+        timer.start()
+        return timer
 
     def budget(self, planned: float, minimum: float, reserved_after: float) -> float | None:
         """`planned` seconds, shrunk so `reserved_after` (the later stages' minimums) stays free;
@@ -157,6 +170,8 @@ class Report:
                         if gpu else None},
             "git_commit": commit.stdout.strip() or None, "tiny": args.tiny, "sizes": asdict(sizes),
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "load_before": _load(), "stages": {}}
+
+    running: str | None = None  #: the stage under way (what the deadline cuts, if it passes)
 
     def stage(self, name: str, result: dict[str, Any]) -> None:
         self.data["stages"][name] = result
@@ -327,13 +342,8 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
                     max_seconds=train_seconds * sizes.text_sft_share, out=str(work / "text_sft"),
                     threads=args.threads, seed=0)
     compiled = device.type == "cuda" and sizes.text_compile
-    sft_began, fast = time.perf_counter(), {"padding_free": True, "compiled": compiled}
-    try:
-        sft_result = sft.main(sft.Args(**sft_args, padding_free=True, no_compile=not compiled))
-    except Exception as exc:  # the padding-free path failed on this stack: say so, train the plain way
-        fast = {"fallback_from": f"{type(exc).__name__}: {exc}"[:300], "padding_free": False, "compiled": False}
-        shutil.rmtree(work / "text_sft", ignore_errors=True)
-        sft_result = sft.main(sft.Args(**sft_args, no_compile=True))
+    sft_began = time.perf_counter()
+    sft_result = sft.main(sft.Args(**sft_args, no_compile=not compiled))
     sft_seconds = time.perf_counter() - sft_began
     grpo_began, grpo_seconds = time.perf_counter(), left() - sizes.text_reserve - sizes.text_grpo_overhead
     grpo_card = None
@@ -371,7 +381,7 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
     return {"preset": sizes.text_preset, "parameters": sft_result["parameters"], "cost": cost.as_dict(),
             "train_transitions": sizes.text_train_size or "task default",
             "sft": {"steps": sft_result["steps"], "planned_steps": sft_steps, "seconds": round(sft_seconds, 1), "train_runtime": round(runtime, 1),
-                    "train_loss": sft_result["train_loss"], "batch": sizes.text_batch, "fast_path": fast,
+                    "train_loss": sft_result["train_loss"], "batch": sizes.text_batch, "compiled": compiled,
                     "mean_example_tokens": round(sft_result["mean_example_tokens"], 1),
                     "tokens_per_second_estimate": round(tokens_per_second),
                     "mfu_estimate": ctx.mfu(tokens_per_second, cost.train_flops_per_token)},
@@ -438,7 +448,7 @@ def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
     mle_out, grpo_out = work / "pusht_mle", work / "pusht_grpo"
     for folder in (mle_out, grpo_out):
         shutil.rmtree(folder, ignore_errors=True)
-    train_seconds = max(1.0, left() - sizes.pusht_reserve)
+    train_seconds = max(2.0, left() - sizes.pusht_overhead - sizes.pusht_reserve)
     mle_args = mle.Args(data=data, tokenizer=str(default_tokenizer_dir()), layout="single", out=str(mle_out),
                         preset=sizes.pusht_preset, batch_size=sizes.pusht_batch, lr=5e-4, warmup=50,
                         steps=sizes.max_steps, eval_every=10**9, eval_windows=sizes.pusht_eval,
@@ -450,7 +460,9 @@ def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
     mle_args.steps = ctx.planned_steps(mle_args.max_seconds, cost, sizes.pusht_batch * tokens)
     mle_card = mle.main(mle_args)
     grpo_args = GRPOConfig(env_id=PUSHT_ENV, env_kwargs=("reward=mae", f"data_dir={data}"), model=str(mle_out),
-                           out=str(grpo_out), steps=sizes.max_steps, max_seconds=max(1.0, left() - sizes.pusht_reserve),
+                           out=str(grpo_out), steps=sizes.max_steps,
+                           max_seconds=max(1.0, min(train_seconds * (1 - sizes.pusht_mle_share),
+                                                    left() - sizes.pusht_reserve)),
                            prompts_per_step=sizes.pusht_prompts, group_size=sizes.pusht_group, lr=5e-5,
                            eval_windows=sizes.pusht_eval, eval_every=10**6, checkpoint_every=10**6,
                            threads=args.threads, device=args.device, seed=0)
@@ -516,6 +528,9 @@ def slim_wheels(folder: Path) -> int:
 
 
 # -- the run -----------------------------------------------------------------------------------
+#: exit status of a check the deadline stopped inside a stage (its report holds what was measured)
+DEADLINE_EXIT = 3
+
 STAGES = {"ceilings": stage_ceilings, "speed": stage_speed, "rewards": stage_rewards, "text": stage_text,
           "pusht": stage_pusht}
 
@@ -557,7 +572,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ctx = Context(sizes, args, run, work, out)
     plans = {name: (planned, minimum) for name, planned, minimum in sizes.plans}
     began = deadline.clock()
-    run_stages(stages, plans, deadline, lambda name, budget: STAGES[name](ctx, budget), report.stage)
+
+    def expire() -> None:  # the deadline passed inside a stage: record what stopped, keep what is measured
+        cut = report.running or "between stages"
+        print(f"[gpu_check] the {report.data['deadline_seconds']} s deadline passed during {cut}: stopping", flush=True)
+        report.data["stopped_by_deadline"] = cut
+        report.data["total_seconds"] = round(deadline.clock() - began, 1)
+        report.stage(cut, {"stopped": "the deadline passed during this stage"})
+        sys.stdout.flush()
+        os._exit(DEADLINE_EXIT)
+
+    def call(name: str, budget: float) -> dict[str, Any]:
+        report.running = name
+        return STAGES[name](ctx, budget)
+
+    deadline.arm(expire)
+    run_stages(stages, plans, deadline, call, report.stage)
+    report.running = None
     report.data["total_seconds"] = round(deadline.clock() - began, 1)
     report.stage("_total", {"seconds": report.data["total_seconds"]})
     print(markdown(report.data))
@@ -591,8 +622,9 @@ def markdown(data: dict[str, Any]) -> str:
             continue
         budget = f", budget {result['budget_seconds']} s" if "budget_seconds" in result else ""
         lines += [f"## {name} ({result.get('stage_seconds', '?')} s{budget})", ""]
-        if "error" in result or "skipped" in result:
-            lines += [f"failed: `{result['error']}`" if "error" in result else f"skipped: {result['skipped']}", ""]
+        if {"error", "skipped", "stopped"} & set(result):
+            lines += [f"failed: `{result['error']}`" if "error" in result else
+                      f"skipped: {result['skipped']}" if "skipped" in result else f"stopped: {result['stopped']}", ""]
             continue
         if name == "ceilings":
             lines += [f"bf16 matmul ({result['matmul_size']}^3, random data): **{result['matmul_flops'] / 1e12:.1f} "
@@ -611,9 +643,7 @@ def markdown(data: dict[str, Any]) -> str:
                       f"the two {result['max_reward_difference']:.2e}.", ""]
         elif name == "text":
             sft_ = result["sft"]
-            fast = sft_["fast_path"]
-            path = f"fell back to eager padded batches ({fast['fallback_from']})" if "fallback_from" in fast \
-                else ("compiled, " if fast["compiled"] else "") + "padding-free batches"
+            path = ("compiled" if sft_["compiled"] else "eager") + ", padded batches"
             lines += [f"SFT of the {result['preset']} preset ({result['parameters'] / 1e6:.1f}M) on "
                       f"{result['train_transitions']} transitions, batch {sft_['batch']} ({path}): {sft_['steps']} steps "
                       f"(planned {sft_['planned_steps']}) "
@@ -664,3 +694,6 @@ def markdown(data: dict[str, Any]) -> str:
 
 if __name__ == "__main__":
     main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)  # compile workers and simulator pools must not hold the exit past the deadline (seen: 11 s)

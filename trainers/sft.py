@@ -79,7 +79,6 @@ class Args:
     seed: int = 0
     threads: int = 2
     no_compile: bool = False  #: skip torch.compile (on by default on CUDA)
-    padding_free: bool = False  #: concatenate each batch's examples into one row (no pad tokens; TRL's padding-free collator)
     fp32: bool = False  #: train in fp32 (default: bf16 autocast where the hardware has native bf16, see device_kwargs)
     logging: str = "none"  #: "none" or "tensorboard" (JSON lines are always written to out/log.jsonl)
     resume: bool = False
@@ -272,7 +271,7 @@ def sft_config(args: Args):
         weight_decay=args.weight_decay, logging_steps=max(1, min(25, args.steps // 20)),
         save_strategy="steps", save_steps=args.checkpoint_every, save_total_limit=2, report_to=report_to(args.logging),
         seed=args.seed, data_seed=args.seed, completion_only_loss=not args.prompt_loss, max_length=None, packing=False,
-        padding_free=args.padding_free, torch_compile=torch.cuda.is_available() and not args.no_compile,
+        torch_compile=torch.cuda.is_available() and not args.no_compile,
         dataset_num_proc=None, dataloader_num_workers=0, **device_kwargs(args.fp32))
 
 
