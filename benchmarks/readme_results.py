@@ -129,8 +129,9 @@ def _machine(data: dict) -> str:
         return f"{run['machine']}{busy}"
     machine = data.get("machine", "")
     if isinstance(machine, dict):
+        device = machine.get("device")
         parts = [machine.get("cpu"), f"{machine['cpu_count']} cores" if "cpu_count" in machine else None,
-                 machine.get("device")]
+                 f"GPU {device}" if device and device != "CPU" else device]
         return ", ".join(str(p) for p in parts if p)
     return str(machine)
 
@@ -1018,6 +1019,57 @@ def _learned_sim_step(files: list[dict]) -> str:
             + _table(["id", "steps", "median s", "max s", "< 1 s"], ["---", "---:", "---:", "---:", "---"], rows))
 
 
+def _gpu_run(d: dict) -> str:
+    """One run of benchmarks/gpu_check.py: which stages finished and its figures against the
+    ceilings it measured (the first run predates the ceilings and speed stages)."""
+    stages = {k: v for k, v in d["stages"].items() if k != "_total"}
+    done = [k for k, v in stages.items() if not {"error", "skipped", "stopped"} & set(v)]
+    other = [f"{k} {next(w for w in ('error', 'skipped', 'stopped') if w in v)}" for k, v in stages.items()
+             if k not in done]
+    facts = []
+    if "ceilings" in done:
+        c = stages["ceilings"]
+        facts.append(f"ceilings {c['matmul_flops'] / 1e12:.0f} bf16 TFLOP/s, {c['copy_bytes_per_second'] / 1e9:,.0f} GB/s")
+    if "speed" in done:
+        dec, train = stages["speed"]["decoding"], stages["speed"]["training"]
+        static, eager = dec["engines"]["static"], dec["engines"]["eager"]
+        facts.append(f"{dec['preset']} decoding at batch {dec['batch']}: static {static['tokens_per_second']:,.0f} "
+                     f"tokens/s ({static['share_of_memory_floor']:.0%} of the memory floor) vs eager "
+                     f"{eager['tokens_per_second']:,.0f}")
+        facts.append(f"{train['preset']} MLE step: " + ", ".join(
+            f"{mode} {row['mfu']:.1%} MFU" for mode, row in train["modes"].items() if "mfu" in row))
+    if "generation" in done:
+        gen = stages["generation"]
+        facts.append(f"{gen['preset']} eager decoding at batch {gen['batch']}: "
+                     f"{gen['modes']['bf16 autocast']['tokens_per_second']:,.0f} tokens/s (bf16)")
+    if "pusht" in done:
+        mle = stages["pusht"]["mle"]
+        mfu = f", {mle['mfu']:.1%} MFU" if mle.get("mfu") else ""
+        facts.append(f"PushT {stages['pusht']['preset']} MLE {mle['steps']:,} steps{mfu}: sampled MAE "
+                     f"{mle['held_out']['model']['mae']:.5f} vs copy-last-frame "
+                     f"{mle['held_out']['copy_last_frame_tokens']['mae']:.5f}")
+    if "text" in done:
+        text = stages["text"]
+        sft_name = next(k for k in text["held_out"] if k.startswith("SFT"))
+        facts.append(f"text {text['preset']} SFT {text['sft']['steps']:,} steps: "
+                     f"{text['held_out'][sft_name]['accuracy']:.3f} exact (shipped CPU models "
+                     + " and ".join(f"{v['accuracy']:.3f}" for k, v in text["held_out"].items() if k.startswith("shipped"))
+                     + ")")
+    total = d.get("total_seconds")
+    limit = f" of the {d['deadline_seconds']:.0f} s deadline" if d.get("deadline_seconds") else ""
+    return (f"* {_shown(d['_file'])} ({d['started']}, {_machine(d)}): finished {', '.join(done) or 'nothing'}"
+            + (f"; {', '.join(other)}" if other else "") + (f"; {total} s{limit}" if total else "")
+            + ". " + "; ".join(facts) + ".")
+
+
+def _gpu_check(files: list[dict]) -> str:
+    """Issue 38: the H200 runs of the prepared GPU check, each against its own measured ceilings."""
+    return ("**GPU check on one H200** (`python -m benchmarks.gpu_check --device cuda`; each run's exact command "
+            "in its JSON; what each run was and measured against the goals: "
+            f"{_shown('gpu_check/README.md')}):\n\n"
+            + "\n".join(_gpu_run(d) for d in sorted(files, key=lambda d: d["started"])))
+
+
 def _cli_inputs(files: list[dict]) -> str:
     """Issue 33's table of bad command-line values: each refused in one line, none accepted."""
     d = files[0]
@@ -1192,6 +1244,8 @@ SECTIONS: tuple[Section, ...] = (
                        "--models sft_longer_shipped=DIR rlvr_g16_t1_step50_seed0=DIR ...",
                        "GRPO (task reward, 16 samples per prompt at temperature 1) from the shipped "
                        "longer-SFT model"),
+    Section("GPU check on one H200", ("gpu_check/*/gpu_check.json",), "python -m benchmarks.gpu_check --device cuda",
+            _gpu_check, pattern=True, shown="gpu_check/<run>/gpu_check.json"),
     Section("Learned-simulator step", ("learned_sim_step.json",), "python -m benchmarks.learned_sim_step",
             _learned_sim_step),
     Section("Bad command-line values", ("cli_inputs.json",), "python -m benchmarks.cli_inputs", _cli_inputs),

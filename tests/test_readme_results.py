@@ -31,7 +31,7 @@ COMMITTED = {"`rlvr-world demo`", "PushT CEM planning against the blind-CEM floo
              "PushT CEM planning after rollout GRPO with the agent's error weighted 3x",
              "PushT CEM planning after rollout GRPO, retrained", "Action following of the retrained models",
              "Action following after MLE on CEM-like episodes", "PushT CEM planning after MLE on CEM-like episodes",
-             "PushT CEM planning with the blurred-pixels objective"}
+             "PushT CEM planning with the blurred-pixels objective", "GPU check on one H200"}
 
 
 def _block(readme: str) -> str:
