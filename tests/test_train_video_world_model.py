@@ -70,3 +70,33 @@ def test_a_step_in_micro_batches_equals_the_step_in_one_forward():
     assert micro_batch(cost, 64, None) == 64  # no memory figure (a CPU): the whole batch
     assert micro_batch(cost, 64, cost.state_bytes / 0.9 + 5.5 * cost.activation_bytes_per_sample) == 4  # divisor of 64
     assert micro_batch(cost, 64, 1.0) == 1
+
+
+def _cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+@pytest.mark.skipif(not _cuda(), reason="torch.compile's warm-up takes ~40 s on a CPU; on a GPU machine run "
+                    "`pytest -k compiled` (benchmarks.world_model_speed reports the same difference)")
+def test_a_compiled_step_gives_the_eager_loss_on_cuda():
+    import numpy as np
+    import torch
+
+    from rlvr_envs.core.device import setup_device
+    from rlvr_envs.video.layout import VideoVocabulary
+    from rlvr_envs.video.world_model import build_world_model
+    from trainers.distributed import TrainRun
+    from trainers.train_video_world_model import make_optimizer, training_step
+
+    run = TrainRun(None, setup_device("cuda"))
+    windows = torch.as_tensor(np.random.default_rng(0).integers(0, 30, (4, 64))).cuda()
+    counts, pick = np.full(4, 63), np.arange(4)
+    losses = []
+    for compiled in (False, True):
+        model = build_world_model(VideoVocabulary(frame_codes=30, action_bins=4), 64, "tiny", seed=0).cuda()
+        step_model = torch.compile(model) if compiled else model
+        losses.append(float(training_step(step_model, make_optimizer(model, 1e-3, run.device), run, windows, windows,
+                                          pick, counts, 4)))
+    assert abs(losses[0] - losses[1]) < 1e-2 * abs(losses[0])  # bf16 autocast: rounding, not arithmetic

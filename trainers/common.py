@@ -8,6 +8,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+def adamw(parameters, device, **kwargs):
+    """`torch.optim.AdamW`, fused into a few kernels on CUDA (its per-parameter loop is
+    launch-bound at world-model sizes); the plain loop elsewhere."""
+    import torch
+
+    return torch.optim.AdamW(parameters, fused=torch.device(device).type == "cuda", **kwargs)
+
+
 #: what to do when a checkpoint under --resume is damaged or foreign (named in the error)
 RESUME_REMEDY = "delete that checkpoint folder and resume from an earlier one, or drop --resume to start afresh"
 

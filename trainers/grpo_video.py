@@ -37,7 +37,7 @@ import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
 from rlvr_envs.core.groups import group_advantages
-from trainers.common import RESUME_REMEDY, command_line, lora_config
+from trainers.common import RESUME_REMEDY, adamw, command_line, lora_config
 
 #: seed of the PushT episodes GRPO trains on when no data_dir is given (held-out set: 10000)
 TRAIN_EPISODES_SEED = 20_000
@@ -278,7 +278,7 @@ def train(args) -> dict:
     model.to(run.device)  # before the optimizer loads its state, so the state lands on the device too
     if run.is_main:
         keep_log_until(log_path, step)  # steps after the checkpoint are run again: log them once
-    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=args.lr,
+    optimizer = adamw([p for p in model.parameters() if p.requires_grad], run.device, lr=args.lr,
                                   weight_decay=0.0, betas=(0.9, 0.99))
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])

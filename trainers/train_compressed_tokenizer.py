@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
-from trainers.common import RESUME_REMEDY, parse_dataclass_args
+from trainers.common import RESUME_REMEDY, adamw, parse_dataclass_args
 from trainers.train_frame_tokenizer import foreground_weight, load_episode_frames
 
 
@@ -167,7 +167,7 @@ def main(args: Args) -> dict:
             parameter.requires_grad_(train_context)
     model.to(run.device)  # before the optimizer loads its state, so the state lands on the device too
     params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=1e-4)
+    optimizer = adamw(params, run.device, lr=args.lr, weight_decay=1e-4)
     if args.resume and (checkpoint / "state.pt").exists():
         state = load_torch_file(checkpoint / "state.pt", "the training state", RESUME_REMEDY)
         optimizer.load_state_dict(state["optimizer"])

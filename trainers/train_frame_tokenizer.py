@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
-from trainers.common import RESUME_REMEDY, parse_dataclass_args
+from trainers.common import RESUME_REMEDY, adamw, parse_dataclass_args
 
 
 @dataclass
@@ -197,14 +197,14 @@ def main(args: Args) -> dict:
     model.background.data.copy_(background)
     model.to(run.device)
     background = background.to(run.device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
+    optimizer = adamw(model.parameters(), run.device, lr=args.lr, weight_decay=1e-4)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=args.steps, pct_start=0.05)
     out = Path(args.out)
     checkpoint = out / "checkpoint"
     start_step = 0
     if args.resume and (checkpoint / "state.pt").exists():
         model = FrameTokenizer.load(checkpoint, device=run.device)
-        optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-4)
+        optimizer = adamw(model.parameters(), run.device, lr=args.lr, weight_decay=1e-4)
         schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=args.lr, total_steps=args.steps,
                                                        pct_start=0.05)
         state = load_torch_file(checkpoint / "state.pt", "the training state", RESUME_REMEDY)

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
-from trainers.common import RESUME_REMEDY, parse_dataclass_args
+from trainers.common import RESUME_REMEDY, adamw, parse_dataclass_args
 
 
 @dataclass
@@ -150,9 +150,8 @@ def training_step(model, optimizer, run, windows: torch.Tensor, targets: torch.T
 
 
 def make_optimizer(model, lr: float, device: torch.device) -> torch.optim.Optimizer:
-    """AdamW, fused into a few kernels on CUDA (the per-parameter loop is launch-bound at these sizes)."""
-    return torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01, betas=(0.9, 0.95),
-                             fused=device.type == "cuda")
+    """The MLE trainer's AdamW (fused on CUDA)."""
+    return adamw(model.parameters(), device, lr=lr, weight_decay=0.01, betas=(0.9, 0.95))
 
 
 def auto_micro_batch(model, tokens: int, wanted: int, device: torch.device) -> int:
