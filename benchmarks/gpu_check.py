@@ -109,7 +109,7 @@ class Deadline:
     def remaining(self) -> float:
         return self.end - self.clock()
 
-    def arm(self, on_expiry) -> "threading.Timer":
+    def arm(self, on_expiry) -> Any:
         """Call `on_expiry()` from a daemon thread when the deadline passes (the hard stop: a stage
         that overruns its budget is cut there, not left to run on)."""
         import threading

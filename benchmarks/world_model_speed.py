@@ -2,6 +2,7 @@
 eager vs static (KV cache + CUDA graphs), and training eager vs compiled.
 
     python -m benchmarks.world_model_speed --device cuda        # paper preset, RT-1 single-step shapes
+    python -m benchmarks.world_model_speed --device cpu --preset small --decode-batch 8 --train-batch 4
     python -m benchmarks.world_model_speed --device cpu --tiny  # the same code path in seconds
 
 * ceilings: a large bf16 matmul's FLOP/s and a device-to-device copy's bytes/s (read + written),
@@ -23,7 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,6 @@ def ceilings(device, sizes: SpeedSizes) -> dict[str, float]:
     source = torch.empty(sizes.copy_mib * 2**20, dtype=torch.uint8, device=device)
     target = torch.empty_like(source)
     copy = _timed(device, lambda: target.copy_(source), repeats=5)
-    del a, b, source, target
     return {"matmul_flops": 2 * n**3 / matmul, "copy_bytes_per_second": 2 * sizes.copy_mib * 2**20 / copy,
             "matmul_size": n, "copy_mib": sizes.copy_mib}
 
@@ -93,8 +93,6 @@ def _layout(sizes: SpeedSizes):
 
 def decoding(device, precision, sizes: SpeedSizes, copy_rate: float) -> dict[str, Any]:
     """Tokens/s of the eager and static engines at `decode_batch`, and each one's share of the floor."""
-    import torch
-
     from rlvr_envs.video.world_model import build_world_model, generate_responses
 
     vocab, layout = _layout(sizes)
@@ -131,9 +129,6 @@ def decoding(device, precision, sizes: SpeedSizes, copy_rate: float) -> dict[str
     eager, static = (out["engines"][e].pop("greedy") for e in ("eager", "static"))
     out["greedy_tokens_equal"] = float((eager == static).mean())  # 1.0 in fp32; bf16 rounding may differ
     out["speedup"] = out["engines"]["eager"]["seconds"] / out["engines"]["static"]["seconds"]
-    del model
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
     return out
 
 
@@ -141,10 +136,7 @@ def training(device, precision, sizes: SpeedSizes, matmul_flops: float, compile_
     """Steady tokens/s and MFU of the MLE trainer's step, eager and compiled, on random windows."""
     import torch
 
-    from rlvr_envs.core.sizing import config_cost
-    from rlvr_envs.video.world_model import build_world_model
     from trainers.distributed import TrainRun
-    from trainers.train_video_world_model import auto_micro_batch, make_optimizer, training_step
 
     vocab, layout = _layout(sizes)
     length = layout.prompt_len + layout.response_len + 1
@@ -155,37 +147,13 @@ def training(device, precision, sizes: SpeedSizes, matmul_flops: float, compile_
     out: dict[str, Any] = {"preset": sizes.preset, "tokens_per_window": length, "batch": sizes.train_batch,
                            "modes": {}}
     for mode in ("eager", "compiled") if compile_too else ("eager",):
-        model = build_world_model(vocab, length, sizes.preset, seed=0).to(device).train()
-        cost = config_cost(model.config, length)
-        micro = auto_micro_batch(model, length, sizes.train_batch, device)
-        optimizer = make_optimizer(model, 1e-4, device)
-        step_model = torch.compile(model) if mode == "compiled" else model
-
-        def step(i: int):
-            pick = np.arange(i * sizes.train_batch, (i + 1) * sizes.train_batch) % len(windows)
-            return training_step(step_model, optimizer, run, windows, windows, pick, counts, micro)
-
-        began = time.perf_counter()
         try:
-            first_loss = float(step(0))  # a sync; compile happens here
+            out["modes"][mode], cost = _train_mode(device, run, vocab, sizes, windows, counts, length, mode, matmul_flops)
         except Exception as exc:  # compile broke on this stack: the eager figures still stand
             out["modes"][mode] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
             compile_too = False
             continue
-        first = time.perf_counter() - began
-        _sync(device)
-        began = time.perf_counter()
-        for i in range(1, sizes.train_steps + 1):
-            loss = step(i)
-        _sync(device)
-        seconds = time.perf_counter() - began
-        tokens_per_second = sizes.train_steps * sizes.train_batch * length / seconds
-        out["parameters"] = cost.parameters
-        out["train_flops_per_token"] = cost.train_flops_per_token
-        out["modes"][mode] = {"micro_batch": micro, "first_step_seconds": first, "first_loss": first_loss,
-                              "last_loss": float(loss), "tokens_per_second": tokens_per_second,
-                              "mfu": tokens_per_second * cost.train_flops_per_token / matmul_flops}
-        del model, step_model, optimizer
+        out["parameters"], out["train_flops_per_token"] = cost.parameters, cost.train_flops_per_token
         if device.type == "cuda":
             torch.cuda.empty_cache()
     if compile_too:
@@ -193,6 +161,39 @@ def training(device, precision, sizes: SpeedSizes, matmul_flops: float, compile_
         out["speedup"] = modes["compiled"]["tokens_per_second"] / modes["eager"]["tokens_per_second"]
         out["first_loss_difference"] = abs(modes["compiled"]["first_loss"] - modes["eager"]["first_loss"])
     return out
+
+
+def _train_mode(device, run, vocab, sizes: SpeedSizes, windows, counts, length: int, mode: str,
+                matmul_flops: float) -> tuple[dict[str, Any], Any]:
+    """One mode's row: a fresh model, its first step (compile, when compiled) and the steady rate."""
+    import torch
+
+    from rlvr_envs.core.sizing import config_cost
+    from rlvr_envs.video.world_model import build_world_model
+    from trainers.train_video_world_model import auto_micro_batch, make_optimizer, training_step
+
+    model = build_world_model(vocab, length, sizes.preset, seed=0).to(device).train()
+    cost = config_cost(model.config, length)
+    micro = auto_micro_batch(model, length, sizes.train_batch, device)
+    optimizer = make_optimizer(model, 1e-4, device)
+    step_model = torch.compile(model) if mode == "compiled" else model
+
+    def step(i: int):
+        pick = np.arange(i * sizes.train_batch, (i + 1) * sizes.train_batch) % len(windows)
+        return training_step(step_model, optimizer, run, windows, windows, pick, counts, micro)
+
+    began = time.perf_counter()
+    first_loss = float(step(0))  # a sync; compile happens here
+    first = time.perf_counter() - began
+    _sync(device)
+    began = time.perf_counter()
+    for i in range(1, sizes.train_steps + 1):
+        loss = step(i)
+    _sync(device)
+    tokens_per_second = sizes.train_steps * sizes.train_batch * length / (time.perf_counter() - began)
+    return {"micro_batch": micro, "first_step_seconds": first, "first_loss": first_loss, "last_loss": float(loss),
+            "tokens_per_second": tokens_per_second,
+            "mfu": tokens_per_second * cost.train_flops_per_token / matmul_flops}, cost
 
 
 def measure(device, precision, sizes: SpeedSizes, compile_too: bool) -> dict[str, Any]:
@@ -235,17 +236,26 @@ def markdown(result: dict[str, Any]) -> list[str]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     from rlvr_envs.core.device import add_device_argument, setup_device
     from rlvr_envs.core.records import RunRecord
+    from rlvr_envs.video.world_model import PRESETS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_device_argument(parser)
     parser.add_argument("--tiny", action="store_true", help="the same code path at test size")
     parser.add_argument("--no-compile", action="store_true", help="time eager training only (compile is slow on CPUs)")
+    parser.add_argument("--preset", help="world-model preset (default paper; a CPU wants small)")
+    parser.add_argument("--decode-batch", type=int, help="sequences decoded at once (default 64)")
+    parser.add_argument("--train-batch", type=int, help="windows per training step (default 32)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=str(RESULTS), help="writes OUT.json and OUT.md")
     args = parser.parse_args(argv)
     precision = setup_device(args.device, threads=args.threads)
     record = RunRecord("python -m benchmarks.world_model_speed", args, threads=args.threads)
-    result = measure(precision.device, precision, TINY if args.tiny else SpeedSizes(), not args.no_compile)
+    sizes = TINY if args.tiny else SpeedSizes()
+    chosen = {"preset": args.preset, "decode_batch": args.decode_batch, "train_batch": args.train_batch}
+    sizes = replace(sizes, **{k: v for k, v in chosen.items() if v is not None})
+    if sizes.preset not in PRESETS or min(sizes.decode_batch, sizes.train_batch) < 1:
+        parser.error(f"--preset must be one of {', '.join(PRESETS)} and the batches >= 1")
+    result = measure(precision.device, precision, sizes, not args.no_compile)
     result["run"] = record.finish()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

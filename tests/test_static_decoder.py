@@ -33,22 +33,26 @@ def _prompts(vocab, layout, rows, rng):
     return np.stack([layout.prompt(f, a) for f, a in zip(frames, actions)]), given
 
 
-@pytest.mark.parametrize("kind", ["single", "multi"])
-def test_static_decoder_gives_the_eager_greedy_and_sampled_tokens(kind):
+def _engines_agree(model, prompts, layout, given) -> np.ndarray:
+    """Greedy and sampled (same seed) responses of both engines are equal; the last static ones."""
     from rlvr_envs.video.world_model import generate_responses
 
+    for temperature, top_k in ((0.0, None), (1.0, 5)):
+        eager, static = (generate_responses(model, prompts, layout, given, temperature=temperature, top_k=top_k,
+                                            seed=7, engine=engine) for engine in ("eager", "static"))
+        assert np.array_equal(eager, static), (temperature, eager, static)
+    return static
+
+
+@pytest.mark.parametrize("kind", ["single", "multi"])
+def test_static_decoder_gives_the_eager_greedy_and_sampled_tokens(kind):
     vocab, layouts = _layouts()
     layout = layouts[kind]
     model = _model(vocab, layout.prompt_len + layout.response_len)
     prompts, given = _prompts(vocab, layout, 3, np.random.default_rng(1))
     grouped = np.repeat(prompts, 2, axis=0)  # a GRPO batch: each prompt twice, prefilled once
     given = None if given is None else np.repeat(given, 2, axis=0)
-    for temperature, top_k in ((0.0, None), (1.0, 5)):
-        eager = generate_responses(model, grouped, layout, given, temperature=temperature, top_k=top_k, seed=7,
-                                   engine="eager")
-        static = generate_responses(model, grouped, layout, given, temperature=temperature, top_k=top_k, seed=7,
-                                    engine="static")
-        assert np.array_equal(eager, static), (temperature, eager, static)
+    static = _engines_agree(model, grouped, layout, given)
     if given is not None:
         assert np.array_equal(static[:, ~layout.loss_mask()].reshape(given.shape), given)
 
@@ -98,16 +102,10 @@ def test_unknown_engine_is_refused():
 @pytest.mark.parametrize("kind", ["single", "multi"])
 def test_cuda_graph_replay_gives_the_eager_tokens_on_cuda(kind):
     from rlvr_envs.video.static_decoder import decoder_for
-    from rlvr_envs.video.world_model import generate_responses
 
     vocab, layouts = _layouts()
     layout = layouts[kind]
     model = _model(vocab, layout.prompt_len + layout.response_len).to("cuda")
     prompts, given = _prompts(vocab, layout, 4, np.random.default_rng(2))
-    for temperature, top_k in ((0.0, None), (1.0, 5)):
-        eager = generate_responses(model, prompts, layout, given, temperature=temperature, top_k=top_k, seed=7,
-                                   engine="eager")
-        graphed = generate_responses(model, prompts, layout, given, temperature=temperature, top_k=top_k, seed=7,
-                                     engine="static")
-        assert np.array_equal(eager, graphed), (temperature, eager, graphed)
+    _engines_agree(model, prompts, layout, given)
     assert decoder_for(model, 4, layout.prompt_len + layout.response_len).graph is not None  # it replayed a graph
