@@ -23,9 +23,11 @@ killed run loses nothing already measured:
 The deadline holds everything (model loading, evaluation, the planning agreement): each stage gets
 its planned seconds, shrunk so the later stages keep their minimums, and a stage whose minimum no
 longer fits is skipped and says so; if a stage is still running when the deadline passes, the
-check records it as stopped and exits with status 3 (`DEADLINE_EXIT`), keeping what was measured. Training stages turn their seconds into `max_seconds` of the
-trainers after reserving their evaluation. The LPIPS trunk is the seeded random one unless its real
-weights are on the machine; the output says which. docs/scale_out.md has the device command.
+check records it as stopped and exits with status 3 (`DEADLINE_EXIT`), keeping what was measured.
+Training stages turn their seconds into the trainers' `max_seconds` after reserving their
+evaluation, and plan their steps from the measured matmul rate so cosine schedules end near the
+limit. The LPIPS trunk is the seeded random one unless its real weights are on the machine; the
+output says which. docs/scale_out.md says what the H200 runs measured.
 """
 
 from __future__ import annotations
@@ -380,7 +382,8 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
     tokens_per_second = sft_result["steps"] * sizes.text_batch * sft_result["mean_example_tokens"] / runtime
     return {"preset": sizes.text_preset, "parameters": sft_result["parameters"], "cost": cost.as_dict(),
             "train_transitions": sizes.text_train_size or "task default",
-            "sft": {"steps": sft_result["steps"], "planned_steps": sft_steps, "seconds": round(sft_seconds, 1), "train_runtime": round(runtime, 1),
+            "sft": {"steps": sft_result["steps"], "planned_steps": sft_steps, "seconds": round(sft_seconds, 1),
+                    "train_runtime": round(runtime, 1),
                     "train_loss": sft_result["train_loss"], "batch": sizes.text_batch, "compiled": compiled,
                     "mean_example_tokens": round(sft_result["mean_example_tokens"], 1),
                     "tokens_per_second_estimate": round(tokens_per_second),
@@ -409,7 +412,7 @@ def pusht_data(sizes: Sizes, work: Path) -> str:
 
 def export_model(source: Path, target: Path, shard_mib: int) -> list[str]:
     """The world model at `source` as bf16 safetensors shards of <= `shard_mib` MiB in `target`,
-    with its config and shard index only (the files a device run can bring back)."""
+    with its config and shard index only: few, small files to copy off the GPU machine."""
     import shutil
 
     from rlvr_envs.video.world_model import load_world_model, save_world_model
@@ -494,39 +497,6 @@ def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
             "exported_model": {"folder": "pusht_model", "files": exported}}
 
 
-# -- the transfer ------------------------------------------------------------------------------
-#: parts of wheels the check never imports (pygame's docs, examples and tests are 5.8 MB of its 14)
-SLIM = ("pygame/docs/", "pygame/examples/", "pygame/tests/")
-
-
-def slim_wheels(folder: Path) -> int:
-    """Rewrite the wheels in `folder` without `SLIM`'s folders (and their RECORD lines), so the
-    device machine's 64 MiB working-tree limit holds the project and its missing packages.
-    Returns the bytes saved."""
-    import zipfile
-
-    saved = 0
-    for wheel in sorted(Path(folder).glob("*.whl")):
-        with zipfile.ZipFile(wheel) as source:
-            items = source.infolist()
-            if not any(i.filename.startswith(SLIM) for i in items):
-                continue
-            slim = wheel.with_suffix(".slim")
-            with zipfile.ZipFile(slim, "w", zipfile.ZIP_DEFLATED) as target:
-                for item in items:
-                    if item.filename.startswith(SLIM):
-                        continue
-                    data = source.read(item)
-                    if item.filename.endswith(".dist-info/RECORD"):
-                        lines = data.decode("utf-8").splitlines(keepends=True)
-                        data = "".join(line for line in lines if not line.startswith(SLIM)).encode("utf-8")
-                    target.writestr(item, data)
-        before = wheel.stat().st_size
-        slim.replace(wheel)
-        saved += before - wheel.stat().st_size
-    return saved
-
-
 # -- the run -----------------------------------------------------------------------------------
 #: exit status of a check the deadline stopped inside a stage (its report holds what was measured)
 DEADLINE_EXIT = 3
@@ -546,15 +516,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=str(RESULTS), help="where gpu_check.json, gpu_check.md and the model go")
     parser.add_argument("--work", default="runs/gpu_check", help="models and data of the training stages")
-    parser.add_argument("--slim-wheels", metavar="DIR", help="only rewrite DIR's wheels for the device transfer "
-                        "(docs/scale_out.md), then exit")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
-    if args.slim_wheels:
-        if not Path(args.slim_wheels).is_dir():
-            parser.error(f"--slim-wheels {args.slim_wheels}: no such folder (download the wheels first)")
-        print(f"saved {slim_wheels(Path(args.slim_wheels)) / 2**20:.1f} MiB")
-        return {}
     stages = [s.strip() for s in args.stages.split(",") if s.strip()]
     unknown = set(stages) - set(STAGES)
     if unknown:

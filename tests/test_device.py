@@ -128,22 +128,3 @@ def test_docs_preset_table_is_what_the_script_generates():
     from benchmarks.scale_table import main
 
     assert main(["--check"]) == 0, "run python -m benchmarks.scale_table --update"
-
-
-def test_slim_wheels_drops_unused_folders_and_their_record_lines(tmp_path):
-    import zipfile
-
-    from benchmarks.gpu_check import slim_wheels
-
-    wheel = tmp_path / "pygame-2.6.1-cp312-cp312-manylinux2014_x86_64.whl"
-    with zipfile.ZipFile(wheel, "w") as z:
-        z.writestr("pygame/__init__.py", "x = 1\n")
-        z.writestr("pygame/docs/index.html", "d" * 5000)
-        z.writestr("pygame/tests/test_x.py", "t" * 5000)
-        z.writestr("pygame-2.6.1.dist-info/RECORD", "pygame/__init__.py,,\npygame/docs/index.html,,\n"
-                                                    "pygame/tests/test_x.py,,\n")
-    assert slim_wheels(tmp_path) > 0
-    with zipfile.ZipFile(wheel) as z:
-        assert z.namelist() == ["pygame/__init__.py", "pygame-2.6.1.dist-info/RECORD"]
-        assert z.read("pygame-2.6.1.dist-info/RECORD").decode() == "pygame/__init__.py,,\n"
-    assert slim_wheels(tmp_path) == 0  # nothing left to drop
