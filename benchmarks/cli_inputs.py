@@ -28,10 +28,14 @@ BOUND_S = 90.0  #: a bad value still running after this long was accepted (work 
 
 def cases(scratch: Path) -> dict[str, list[str]]:
     """Case name -> argv after `python -m` (the module first). `scratch` holds `a_file` (an
-    existing file) and is itself a folder that exists."""
+    existing file), `finished/` (a finished run's card.json) and `started/` (an unfinished
+    run's log.jsonl), and is itself a folder that exists."""
     a_file = str(scratch / "a_file")
     out = str(scratch / "out")
+    finished, started, empty = str(scratch / "finished"), str(scratch / "started"), str(scratch / "empty")
+    unwritable = "/proc/rlvr-world/out"  # /proc takes no new entries, even from root
     cli = ["rlvr_envs.cli"]
+    video = ["trainers.grpo", "--env-id", "RLVRWorld/PushT-SingleStep-v0"]
     return {
         "plan --episodes -1": [*cli, "plan", "--episodes", "-1", "--out", out],
         "plan --samples 0": [*cli, "plan", "--samples", "0", "--out", out],
@@ -77,12 +81,39 @@ def cases(scratch: Path) -> dict[str, list[str]]:
         "trainers.sft --model /nonexistent": ["trainers.sft", "--model", "/nonexistent", "--out", out],
         "trainers.sft --steps -1": ["trainers.sft", "--from-scratch", "--steps", "-1", "--out", out],
         "trainers.grpo --out an existing file": ["trainers.grpo", "--out", a_file],
+        "policy-eval --out unwritable": [*cli, "policy-eval", "--out", unwritable],
+        "plan --out unwritable": [*cli, "plan", "--out", unwritable],
+        "data pusht --out unwritable": [*cli, "data", "pusht", "--out", unwritable],
+        "trainers.grpo --max-seconds -1": [*video, "--max-seconds", "-1", "--out", out],
+        "trainers.grpo --threads 0": [*video, "--threads", "0", "--out", out],
+        "trainers.grpo --lr nan": [*video, "--lr", "nan", "--out", out],
+        "trainers.grpo --top-k -1": [*video, "--top-k", "-1", "--out", out],
+        "trainers.grpo --lora-r -4": [*video, "--lora-r", "-4", "--out", out],
+        "trainers.grpo --out unwritable": [*video, "--out", unwritable],
+        "trainers.grpo --resume on a finished run": [*video, "--resume", "--steps", "10", "--out", finished],
+        "trainers.grpo into a finished run": [*video, "--out", finished],
+        "trainers.grpo into a started run without --resume": [*video, "--out", started],
+        "trainers.grpo --resume where no run is": [*video, "--resume", "--out", empty],
+        "trainers.sft --lr nan": ["trainers.sft", "--from-scratch", "--lr", "nan", "--out", out],
+        "trainers.sft --resume on a finished run": ["trainers.sft", "--from-scratch", "--resume", "--out", finished],
+        "trainers.train_video_world_model --threads 0": ["trainers.train_video_world_model", "--threads", "0",
+                                                         "--out", out],
+        "trainers.train_video_world_model --resume where no run is": ["trainers.train_video_world_model",
+                                                                      "--resume", "--out", empty],
+        "trainers.train_frame_tokenizer --lr -1": ["trainers.train_frame_tokenizer", "--lr", "-1", "--out", out],
+        "trainers.train_frame_tokenizer into a finished run": ["trainers.train_frame_tokenizer", "--out", finished],
+        "trainers.train_compressed_tokenizer --max-seconds nan": ["trainers.train_compressed_tokenizer",
+                                                                  "--max-seconds", "nan", "--out", out],
     }
 
 
 def scratch_dir() -> Path:
     scratch = Path(tempfile.mkdtemp(prefix="rlvr_cli_inputs_"))
     (scratch / "a_file").write_text("not a folder\n")
+    for name, marker in (("finished", "card.json"), ("started", "log.jsonl"), ("empty", "")):
+        (scratch / name).mkdir()
+        if marker:
+            (scratch / name / marker).write_text("{}\n" if marker.endswith(".json") else "")
     return scratch
 
 

@@ -67,6 +67,7 @@ def plan(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 
 def run_one(args: argparse.Namespace, name: str, reward: str, group_size: int) -> dict[str, Any]:
+    from trainers.common import resume_flags
     from trainers.grpo import main as grpo_main
     from trainers.grpo import parse_args
 
@@ -77,8 +78,7 @@ def run_one(args: argparse.Namespace, name: str, reward: str, group_size: int) -
                  "--lr", str(args.lr), "--beta", str(args.beta), "--eval-windows", str(args.eval_windows),
                  "--eval-every", str(args.steps), "--train-episodes", str(args.train_episodes),
                  "--seed", str(args.seed), "--threads", str(args.threads), "--device", getattr(args, "device", "auto")]
-        if out.is_dir():
-            flags.append("--resume")
+        flags += resume_flags(out)  # an interrupted run continues from its checkpoint
         grpo_main(parse_args(flags))
     card = json.loads((out / "card.json").read_text())
     start, final = card["start"]["sampled"], card["final"]["sampled"]

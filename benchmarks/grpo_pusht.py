@@ -194,25 +194,29 @@ def main(argv: list[str] | None = None) -> dict:
 def grpo_stage(args, out: Path, seed: int, env_kwargs: tuple[str, ...] = ("reward=mae",)) -> Path:
     """GRPO from the shipped MLE model on `args.data`'s training split, logged to OUT.log;
     skipped when `out` holds a finished run (`--resume` continues an interrupted one)."""
-    if not (out / "card.json").is_file():
+    from trainers.common import resume_flags, run_state
+
+    if run_state(out)[0] != "finished":
         run([sys.executable, "-m", "trainers.grpo", "--env-id", env_id(args.layout), "--env-kwargs", *env_kwargs,
              f"data_dir={args.data}", "--steps", str(args.steps), "--seed", str(seed), "--out", str(out),
              "--group-size", str(args.group_size), "--prompts-per-step", str(args.prompts_per_step),
              "--lr", str(args.lr), "--eval-every", str(args.steps), "--threads", str(args.threads),
-             "--device", getattr(args, "device", "auto"), "--resume"], out.parent / f"{out.name}.log")
+             "--device", getattr(args, "device", "auto"), *resume_flags(out)], out.parent / f"{out.name}.log")
     return out
 
 
 def continued_mle_stage(args, base: str, out: Path, seconds: float) -> float:
     """The matched-time baseline: MLE from the shipped model `base` on the same data for `seconds`
     (skipped when `out` holds a finished run); returns its training seconds."""
+    from trainers.common import resume_flags
+
     if not (out / "card.json").is_file():
         tokenizer = json.loads((Path(base) / "card.json").read_text())["args"]["tokenizer"]
         run([sys.executable, "-m", "trainers.train_video_world_model", "--data", args.data, "--layout", args.layout,
              "--tokenizer", tokenizer_dir(tokenizer), "--init", base, "--out", str(out), "--steps", "1000000",
              "--lr", str(args.mle_lr), "--warmup", "10", "--eval-every", "1000000", "--eval-windows", "16",
              "--max-seconds", str(seconds), "--threads", str(args.threads),
-             "--device", getattr(args, "device", "auto")], out.parent / f"{out.name}.log")
+             "--device", getattr(args, "device", "auto"), *resume_flags(out)], out.parent / f"{out.name}.log")
     return json.loads((out / "card.json").read_text())["train_seconds_this_run"]
 
 

@@ -111,19 +111,19 @@ def parse(argv=None) -> argparse.Namespace:
 
 def grpo_run(args, method: str, seed: int) -> dict:
     """One GRPO-family run (reused when its card exists): curves and held-out numbers."""
+    from trainers.common import resume_flags, run_state
     from trainers.grpo import main as grpo_main
     from trainers.grpo import parse_args
 
     out = Path(args.runs) / f"{method}_seed{seed}"
-    if not (out / "card.json").is_file():
+    if run_state(out)[0] != "finished":  # video runs leave card.json, language runs results.json
         flags = ["--env-id", args.env_id, *(["--env-kwargs", *args.env_kwargs] * bool(args.env_kwargs)), "--out", str(out),
                  "--steps", str(args.steps), "--prompts-per-step", str(args.prompts_per_step), "--group-size",
                  str(args.group_size), "--lr", str(args.lr), "--beta", str(args.beta), "--eval-windows",
                  str(args.eval_windows), "--eval-every", str(max(1, args.steps // 4)), "--seed", str(seed),
                  "--threads", str(args.threads), "--device", getattr(args, "device", "auto"),
                  *POLICY_GRADIENT[method], *(["--model", args.model] * bool(args.model))]
-        if out.is_dir():  # an interrupted run: continue from its checkpoint (or start it over)
-            flags.append("--resume")
+        flags += resume_flags(out)  # an interrupted run: continue from its checkpoint (or start it over)
         grpo_main(parse_args(flags))
     log = [json.loads(line) for line in (out / "log.jsonl").read_text().splitlines() if line.strip()]
     if args.modality != "video":  # TRL's trainer: results.json, held-out evaluations in its history

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -278,3 +279,27 @@ def test_bad_episode_files_raise_data_errors_naming_the_file(tmp_path):
     (episodes / "episode_\u00b2.npz").write_bytes((episodes / "episode_000000.npz").read_bytes())
     with pytest.raises(DataError, match="episode_\u00b2.npz: not an episode file name"):
         pusht.PushTEpisodeDataset(tmp_path)
+
+
+def test_rerun_refuses_in_one_line_what_it_cannot_replace_and_redoes_the_rest(tmp_path, capsys):
+    """A foreign file under an episode name outside the config, or a folder where an episode goes, ends
+    the rerun with exit 1 and one line naming the path, before any work; once removed, the rerun
+    writes the missing episode."""
+    from rlvr_envs.cli import main
+
+    _small_dataset(tmp_path)
+    episodes = tmp_path / "episodes"
+    argv = ["data", "pusht", "--episodes", "2", "--resolution", "16", "--max-steps", "4", "--seed", "0",
+            "--workers", "1", "--no-progress", "--out", str(tmp_path)]
+    foreign, folder = episodes / "episode_999999.npz", episodes / "episode_000001.npz"
+    folder.unlink()
+    for path, make, remove in ((foreign, lambda p: p.write_bytes(b"not a zip file"), Path.unlink),
+                               (folder, Path.mkdir, Path.rmdir)):
+        make(path)
+        assert main(argv) == 1
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"rlvr-world: error: {path}: ") and "\n" not in err, err
+        remove(path)
+    assert main(argv) == 0
+    assert "1 episodes generated" in capsys.readouterr().out
+    assert len(pusht.PushTEpisodeDataset(tmp_path)) == 2

@@ -6,6 +6,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -126,7 +127,7 @@ def test_group_advantages_match_trl_and_zero_spread_groups_get_none():
     ({"group_size": 1}, "group_size must be >= 2"),
     ({"loss_type": "ppo"}, "loss_type must be one of"),
     ({"env_kwargs": ("reward",)}, "key=value"),
-    ({"beta": -1.0}, "beta >= 0"),
+    ({"beta": -1.0}, "beta must be a finite number >= 0"),
     ({"algorithm": "ppo"}, "algorithm must be one of"),
     ({"algorithm": "rloo", "loss_type": "dapo"}, "GRPO only"),
 ])
@@ -229,5 +230,27 @@ def test_two_steps_end_to_end_write_a_card_and_a_plain_model(tiny_setup, tmp_pat
     rows = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert all(0.0 <= r["zero_spread"] <= 1.0 for r in rows)
     assert not (tmp_path / "run" / "checkpoint").exists()  # the final model replaces the checkpoint
-    with pytest.raises(FileExistsError, match="--resume"):  # never mixed into the finished run's log
-        main(parse_args(_command(model, data, tmp_path / "run", 2, extra)[3:]))
+
+
+def test_run_folder_contract_refuses_in_one_line(tmp_path, capsys):
+    """A finished run is never trained over, with or without --resume (the message names the model to
+    start a new run from); a started run needs --resume; --resume needs a run; --out must be writable."""
+    from trainers.grpo import parse_args
+
+    finished, started, empty = tmp_path / "finished", tmp_path / "started", tmp_path / "empty"
+    for folder in (finished, started, empty):
+        folder.mkdir()
+    (finished / "card.json").write_text("{}")
+    (started / "log.jsonl").write_text("")
+    cases = {(finished, False): rf"finished run \(card.json\).*--model {finished} --out NEW",
+             (finished, True): "finished run .*never overwritten or extended in place",
+             (started, False): "already holds a run .*pass --resume",
+             (empty, True): "holds no run to continue",
+             (Path("/proc/rlvr-world/run"), False): "cannot write into /proc"}
+    for (out, resume), message in cases.items():
+        with pytest.raises(SystemExit) as caught:
+            parse_args(["--out", str(out), *(["--resume"] if resume else [])])
+        err = capsys.readouterr().err
+        assert caught.value.code == 2 and re.search(message, err) and err.count("error:") == 1, err
+    assert parse_args(["--out", str(started), "--resume"]).resume  # an unfinished run resumes
+    assert parse_args(["--out", str(empty)]).out == str(empty)  # an empty folder takes a new run

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,9 +38,21 @@ def grpo_args(model: str, out: Path, **overrides):
     return Args(**{**base, **overrides})
 
 
+def _refuses_finished_then_resumes_unfinished(main, out: Path, args) -> None:
+    """A finished run is never retrained, with or without --resume (its final model is named as the way
+    on); once it looks killed after its checkpoint (no summary, no final model), it needs --resume."""
+    for resume in (False, True):
+        with pytest.raises(ValueError, match=f"finished run .*--model {out / 'final'} --out NEW"):
+            main(args(resume=resume))
+    (out / "results.json").unlink()
+    shutil.rmtree(out / "final")
+    with pytest.raises(ValueError, match="pass --resume"):
+        main(args())
+
+
 @pytest.fixture(scope="module")
 def sft_model(tmp_path_factory) -> Path:
-    """1 SFT step, then resumed to 2: the model GRPO starts from."""
+    """1 SFT step, then (as if killed after that checkpoint) resumed to 2: the model GRPO starts from."""
     from trainers.sft import main
 
     out = tmp_path_factory.mktemp("sft")
@@ -47,8 +60,7 @@ def sft_model(tmp_path_factory) -> Path:
     assert first["steps"] == 1 and first["resumed_from"] is None
     # a fresh model is not evaluated before training (it scores 0 and generates to the full budget)
     assert [e["step"] for e in first["eval"]] == [1]
-    with pytest.raises(FileExistsError, match="--resume"):
-        main(sft_args(out, steps=2))
+    _refuses_finished_then_resumes_unfinished(main, out, lambda **kw: sft_args(out, steps=2, **kw))
     second = main(sft_args(out, steps=2, resume=True))
     assert second["steps"] == 2 and second["resumed_from"].endswith("checkpoint-1")
     return out
@@ -106,8 +118,7 @@ def test_grpo_language_runs_and_resumes(sft_model, tmp_path):
     assert first["steps"] == 1 and first["processes"] == 1 and first["reward_failures"] == 0
     assert 0.0 <= first["frac_zero_spread_groups"] <= 1.0
     assert {"eval/accuracy_changed", "eval/accuracy_unchanged"} <= set(first["eval"][-1])
-    with pytest.raises(FileExistsError, match="--resume"):
-        main(grpo_args(model, tmp_path, steps=2))
+    _refuses_finished_then_resumes_unfinished(main, tmp_path, lambda **kw: grpo_args(model, tmp_path, steps=2, **kw))
     second = main(grpo_args(model, tmp_path, steps=2, resume=True))
     assert second["steps"] == 2 and second["resumed_from"].endswith("checkpoint-1")
     assert (tmp_path / "final" / "model.safetensors").exists()

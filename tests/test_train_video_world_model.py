@@ -28,8 +28,8 @@ def test_a_world_model_trained_on_a_dataset_serves_its_env(tmp_path, dataset, la
     env.reset(seed=0)
 
 
-def test_pusht_keeps_its_defaults_and_bad_datasets_fail_early():
-    args = Args().validate()
+def test_pusht_keeps_its_defaults_and_bad_datasets_fail_early(tmp_path):
+    args = Args(out=str(tmp_path / "model")).validate()
     assert (args.dataset, args.frame_skip, args.future) == ("pusht", 5, 4)
     assert Args(frame_skip=2, future=3).validate().frame_skip == 2
     with pytest.raises(ValueError, match="one of pusht, rt1, rope, granular"):

@@ -19,6 +19,82 @@ def adamw(parameters, device, **kwargs):
 #: what to do when a checkpoint under --resume is damaged or foreign (named in the error)
 RESUME_REMEDY = "delete that checkpoint folder and resume from an earlier one, or drop --resume to start afresh"
 
+# -- the one contract of --out and --resume ----------------------------------------------------
+#: files only a finished run leaves in --out (its card or summary, or the saved final model's config)
+FINISHED_FILES = ("card.json", "results.json", "config.json")
+#: what a started run leaves before it finishes (its log, its checkpoints)
+PROGRESS_FILES = ("log.jsonl", "checkpoint", "checkpoint.old", "checkpoint-*")
+
+
+def run_state(out: str | Path) -> tuple[str, str]:
+    """("finished" | "unfinished" | "none", the file that says so) for the run in `out`."""
+    out = Path(out)
+    if not out.is_dir():
+        return "none", ""
+    for name in FINISHED_FILES:
+        if (out / name).exists():
+            return "finished", name
+    for pattern in PROGRESS_FILES:
+        found = sorted(out.glob(pattern))
+        if found:
+            return "unfinished", found[0].name
+    return "none", ""
+
+
+def check_run_folder(out: str, resume: bool, continue_with: str = "") -> None:
+    """Before any work: `out` can be written, and `--resume` agrees with what `out` holds.
+    A finished run is never trained over or extended in place, so no rerun can lose its final
+    model: it is refused, naming `continue_with` (the trainer's flag that starts a new run from
+    a saved model, e.g. "--model"). A started run needs `--resume`, and `--resume` needs one."""
+    from rlvr_envs.core.arguments import output_dir
+
+    try:
+        output_dir(out)
+    except argparse.ArgumentTypeError as error:
+        raise ValueError(f"argument --out: {error}") from None
+    state, evidence = run_state(out)
+    if state == "finished":
+        final = Path(out) / "final" if (Path(out) / "final").is_dir() else Path(out)
+        onward = f"start a new run from its model ({continue_with} {final} --out NEW)" if continue_with else \
+            "choose another --out"
+        raise ValueError(f"--out {out} holds a finished run ({evidence}), which is never overwritten"
+                         f"{' or extended in place' if resume else ''}; to train further, {onward}")
+    if state == "unfinished" and not resume:
+        raise ValueError(f"--out {out} already holds a run ({evidence}); pass --resume to continue it or choose "
+                         f"another --out")
+    if state == "none" and resume:
+        raise ValueError(f"--resume: {out} holds no run to continue (no log.jsonl or checkpoint); drop --resume "
+                         f"to start one there")
+
+
+def resume_flags(out: str | Path) -> list[str]:
+    """`["--resume"]` when `out` holds an unfinished run, else none: what a script that reruns a
+    trainer until its run is finished passes (a finished run it skips: `run_state`)."""
+    return ["--resume"] if run_state(out)[0] == "unfinished" else []
+
+
+def resume_line(out: str | Path, checkpoint: str | Path | None, step: int) -> str:
+    """What a resumed run says before it trains: where it continues, or that no checkpoint was reached."""
+    if checkpoint is None:
+        return f"resuming {out}: the run saved no checkpoint before it stopped; starting again at step 0"
+    return f"resuming {checkpoint} at step {step}"
+
+
+def check_ranges(config: Any, at_least: dict[str, int] | None = None, positive: tuple[str, ...] = (),
+                 non_negative: tuple[str, ...] = ()) -> None:
+    """Refuse, naming the field, a count below its minimum (`at_least`) or a real that is not finite,
+    not > 0 (`positive`) or not >= 0 (`non_negative`): NaN passes every `<` test, so it is named here."""
+    import math
+
+    for name, minimum in (at_least or {}).items():
+        if getattr(config, name) < minimum:
+            raise ValueError(f"{name} must be >= {minimum}, got {getattr(config, name)}")
+    for names, strictly in ((positive, True), (non_negative, False)):
+        for name in names:
+            value = getattr(config, name)
+            if not math.isfinite(value) or value < 0 or (strictly and value == 0):
+                raise ValueError(f"{name} must be a finite number {'>' if strictly else '>='} 0, got {value}")
+
 
 def field_help(cls: type) -> dict[str, str]:
     """Each field's `#:` comment in the dataclass source (on its line or the lines above), its help text."""
@@ -42,7 +118,8 @@ def field_help(cls: type) -> dict[str, str]:
 #: help for fields that many trainers share, when their dataclass gives none
 COMMON_HELP = {"out": "output folder", "seed": "random seed", "threads": "torch threads", "steps": "training steps",
                "lr": "learning rate", "batch_size": "examples per optimizer step", "env_id": "a registered env id",
-               "resume": "continue the run in --out from its last checkpoint", "model": "a save_pretrained directory",
+               "resume": "continue the unfinished run in --out from its last checkpoint (a finished run is refused)",
+               "model": "a save_pretrained directory",
                "preset": "model size preset", "eval_every": "evaluate every this many steps",
                "checkpoint_every": "save a checkpoint every this many steps"}
 
@@ -75,13 +152,15 @@ def dataclass_from_namespace(cls: type, namespace: argparse.Namespace) -> Any:
 def validated(parser: argparse.ArgumentParser, args: Any) -> Any:
     """`args.validate()` (when the dataclass has one) before any work; a bad value ends as
     argparse's one-line `error:` with exit code 2, never a traceback."""
-    from pathlib import Path
-
+    from rlvr_envs.core.arguments import output_dir
     from rlvr_envs.core.errors import DataError
 
     out = getattr(args, "out", None)
-    if isinstance(out, str) and out and Path(out).exists() and not Path(out).is_dir():
-        parser.error(f"argument --out: {out} is a file; pass a folder to write into (new or existing)")
+    if isinstance(out, str) and out:
+        try:
+            output_dir(out)
+        except argparse.ArgumentTypeError as error:
+            parser.error(f"argument --out: {error}")
     if hasattr(args, "validate"):
         try:
             args.validate()

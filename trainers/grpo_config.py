@@ -7,7 +7,7 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
-from trainers.common import parse_env_kwargs
+from trainers.common import check_ranges, check_run_folder, parse_env_kwargs
 
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo")
 ALGORITHMS = ("grpo", "rloo")
@@ -56,6 +56,8 @@ class GRPOConfig:
     vllm_server_port: int = 8000
     vllm_gpu_memory_utilization: float = 0.3  #: language only, colocate: GPU memory share vLLM may take
     logging: str = "none"  #: "none" or "tensorboard" (JSON lines are always written to out/log.jsonl)
+    #: continue the unfinished run in --out from its last checkpoint; a finished run (card.json or
+    #: results.json) is refused, never retrained or overwritten: start a new run from its model with --model
     resume: bool = False
 
     def validate(self) -> "GRPOConfig":
@@ -67,12 +69,14 @@ class GRPOConfig:
             raise ValueError("loss_type applies to GRPO only; RLOO has a single sequence-level loss")
         if self.group_size < 2:
             raise ValueError(f"group_size must be >= 2 (GRPO compares samples of one prompt), got {self.group_size}")
-        for name in ("steps", "prompts_per_step", "updates_per_step", "eval_every", "checkpoint_every",
-                     "eval_windows", "train_episodes", "max_completion_len"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.beta < 0 or self.clip <= 0 or self.lr <= 0 or self.temperature <= 0:
-            raise ValueError("need beta >= 0, clip > 0, lr > 0 and temperature > 0")
+        check_ranges(self, at_least={name: 1 for name in (
+            "steps", "prompts_per_step", "updates_per_step", "eval_every", "checkpoint_every", "eval_windows",
+            "train_episodes", "max_completion_len", "threads", "lora_alpha")} | {
+            "top_k": 0, "lora_r": 0, "seed": 0, "generation_batch": 0},
+            positive=("lr", "clip", "temperature", "vllm_gpu_memory_utilization"), non_negative=("beta", "max_seconds"))
+        if self.vllm_gpu_memory_utilization > 1:
+            raise ValueError(f"vllm_gpu_memory_utilization is a share of the GPU's memory, at most 1, got "
+                             f"{self.vllm_gpu_memory_utilization}")
         if self.logging not in ("none", "tensorboard"):
             raise ValueError(f"logging must be 'none' or 'tensorboard', got {self.logging!r}")
         from rlvr_envs.core.device import PRECISIONS, resolve_device
@@ -80,8 +84,6 @@ class GRPOConfig:
         if self.precision not in PRECISIONS:
             raise ValueError(f"--precision {self.precision!r}: one of {', '.join(PRECISIONS)}")
         resolve_device(self.device)  # an absent or malformed device fails before any work
-        if self.generation_batch < 0:
-            raise ValueError(f"generation_batch must be >= 0, got {self.generation_batch}")
         if self.vllm_mode not in ("colocate", "server"):
             raise ValueError(f"--vllm-mode must be 'colocate' or 'server', got {self.vllm_mode!r}")
         if self.use_vllm and importlib.util.find_spec("vllm") is None:
@@ -96,6 +98,7 @@ class GRPOConfig:
 
             check_model_source(self.model, "model (--model)")
         self.kwargs()  # malformed key=value pairs fail here, before any work
+        check_run_folder(self.out, self.resume, "--model")
         return self
 
     def kwargs(self) -> dict[str, Any]:

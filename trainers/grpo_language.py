@@ -31,8 +31,9 @@ What goes where:
   plus ours go to `out/log.jsonl`; held-out greedy exact accuracy (overall, changed,
   unchanged; `rlvr_envs.integrations.hf`) at the start, every `eval_every` steps and at
   the end; `--max-seconds` ends training early (still evaluated and saved). Checkpoints in
-  `out/checkpoint-N` (`--resume` continues), the final model in `out/final` (LoRA merged),
-  the summary in `out/results.json`.
+  `out/checkpoint-N` (`--resume` continues an unfinished run), the final model in `out/final` (LoRA
+  merged), the summary in `out/results.json`; a finished run is final (`--resume` on it is refused:
+  start a new run with `--model OUT/final`), as in every trainer (`trainers.common.check_run_folder`).
 - scale: `--use-vllm` has TRL generate with vLLM (`--vllm-mode colocate`, or `server` next to
   `trl vllm-serve`); `configs/accelerate/deepspeed_zero2.yaml` shards optimizer state over the
   GPUs (docs/scale_out.md has the commands).

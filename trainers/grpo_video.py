@@ -20,7 +20,10 @@ Checkpoints (`out/checkpoint/`: model, optimizer, step, history) are written eve
 `checkpoint_every` steps by replacing the previous one only once the new one is complete,
 so a run killed at any moment resumes with `--resume` from its last checkpoint. The final
 model is saved in `out/` with a card (`card.json`: command, args, held-out metrics of the
-starting model and of the result, wall time).
+starting model and of the result, wall time), and the checkpoint is then deleted: a finished
+run is final. `--resume` on it (or a run into it without `--resume`) is refused in one line;
+to train further, start a new run from it (`--model OUT --out NEW`). `--resume` on a folder
+holding no run is refused too (`trainers.common.check_run_folder`, the contract of every trainer).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
 from rlvr_envs.core.groups import group_advantages
-from trainers.common import RESUME_REMEDY, adamw, command_line, lora_config
+from trainers.common import RESUME_REMEDY, adamw, command_line, lora_config, resume_line
 
 #: seed of the PushT episodes GRPO trains on when no data_dir is given (held-out set: 10000)
 TRAIN_EPISODES_SEED = 20_000
@@ -235,10 +238,7 @@ def train(args) -> dict:
     say = print if run.is_main else (lambda *a, **k: None)
     out = Path(args.out)
     log_path = out / "log.jsonl"
-    if log_path.exists() and not args.resume:
-        raise FileExistsError(f"{out} already holds a run (log.jsonl); pass --resume to continue it or choose "
-                              f"another --out")
-    run.wait()  # every rank has checked the folder before rank 0 writes to it
+    run.wait()  # every rank has checked the folder (args.validate) before rank 0 writes to it
     if run.is_main:
         out.mkdir(parents=True, exist_ok=True)
     say(f"building tasks for {args.env_id} on {run.describe()} ...", flush=True)
@@ -269,8 +269,10 @@ def train(args) -> dict:
 
             model = load_world_model(str(checkpoint), train_task.vocab)
         step, history = int(state["step"]), list(state["history"])
-        say(f"resuming {checkpoint} at step {step}", flush=True)
+        say(resume_line(out, checkpoint, step), flush=True)
     else:
+        if args.resume:
+            say(resume_line(out, None, 0), flush=True)
         model = load_start_model(args, train_task)
         if args.lora_r:
             model = _with_lora(model, args)

@@ -23,8 +23,9 @@ LoRA (`--lora-r`). `--balance` draws changed and unchanged transitions equally o
 Held-out exact accuracy (overall, changed, unchanged; `rlvr_envs.integrations.hf`) is
 measured at the start (not for a model built from scratch), every `--eval-every` steps and
 at the end, on the first `--eval-size` transitions of the test split. Checkpoints go to `out/checkpoint-N`
-(`--resume` continues from the last one), the final model to `out/final` (LoRA merged),
-logs to `out/log.jsonl`, the summary to `out/results.json`.
+(`--resume` continues an unfinished run from the last one), the final model to `out/final` (LoRA merged),
+logs to `out/log.jsonl`, the summary to `out/results.json`. A finished run (results.json) is final:
+`--resume` on it is refused in one line; train further with `--model OUT/final --out NEW`.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from rlvr_envs.core.files import check_model_source
-from trainers.common import lora_config, parse_dataclass_args, parse_env_kwargs
+from trainers.common import check_ranges, check_run_folder, lora_config, parse_dataclass_args, parse_env_kwargs
 
 #: from-scratch LLaMA sizes for text world models (compare rlvr_envs.video.world_model.PRESETS)
 TEXT_PRESETS: dict[str, dict[str, int]] = {
@@ -81,6 +82,8 @@ class Args:
     no_compile: bool = False  #: skip torch.compile (on by default on CUDA)
     fp32: bool = False  #: train in fp32 (default: bf16 autocast where the hardware has native bf16, see device_kwargs)
     logging: str = "none"  #: "none" or "tensorboard" (JSON lines are always written to out/log.jsonl)
+    #: continue the unfinished run in --out from its last checkpoint; a finished run (results.json) is
+    #: refused, never retrained or overwritten: start a new run from it with --model OUT/final
     resume: bool = False
 
     def validate(self) -> "Args":
@@ -88,16 +91,16 @@ class Args:
             raise ValueError("pass exactly one of --model (a causal LM to fine-tune) and --from-scratch")
         if self.preset not in TEXT_PRESETS:
             raise ValueError(f"preset must be one of {sorted(TEXT_PRESETS)}, got {self.preset!r}")
-        for name in ("steps", "batch_size", "eval_size", "eval_every", "checkpoint_every", "threads"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.lr <= 0 or self.lora_r < 0 or self.train_size < 0 or self.max_new_tokens < 0:
-            raise ValueError("need lr > 0 and lora_r, train_size, max_new_tokens >= 0")
+        check_ranges(self, at_least={name: 1 for name in (
+            "steps", "batch_size", "eval_size", "eval_every", "checkpoint_every", "threads", "lora_alpha")} | {
+            name: 0 for name in ("lora_r", "train_size", "max_new_tokens", "warmup_steps", "seed")},
+            positive=("lr",), non_negative=("weight_decay", "max_seconds"))
         if self.logging not in ("none", "tensorboard"):
             raise ValueError(f"logging must be 'none' or 'tensorboard', got {self.logging!r}")
         if self.model:
             check_model_source(self.model, "model (--model)")
         self.kwargs()
+        check_run_folder(self.out, self.resume, "--model")
         return self
 
     def kwargs(self) -> dict[str, Any]:
@@ -160,15 +163,18 @@ def check_vocabulary(model: str, model_config: Any, task: Any) -> None:
 
 
 def last_checkpoint(out: str | Path, resume: bool) -> str | None:
-    """The checkpoint to resume from (None: start fresh). Refuses to train over an output
-    folder that already holds checkpoints unless `resume` says so."""
+    """The checkpoint `--resume` continues from, said aloud (None: start fresh, also when a resumed
+    run stopped before its first checkpoint). Whether `out` may be trained into at all was
+    settled by `check_run_folder` in `validate()`."""
     from transformers.trainer_utils import get_last_checkpoint
 
-    out = Path(out)
-    last = get_last_checkpoint(str(out)) if out.is_dir() else None
-    if last and not resume:
-        raise FileExistsError(f"{out} already holds checkpoints (last: {last}); pass --resume to continue that run "
-                              f"or choose another --out")
+    from trainers.common import resume_line
+
+    if not resume:
+        return None
+    last = get_last_checkpoint(str(out)) if Path(out).is_dir() else None
+    if int(os.environ.get("RANK", "0")) == 0:
+        print(resume_line(out, last, int(Path(last).name.rpartition("-")[2]) if last else 0), flush=True)
     return last
 
 

@@ -37,7 +37,7 @@ import numpy as np
 import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
-from trainers.common import RESUME_REMEDY, adamw, parse_dataclass_args
+from trainers.common import RESUME_REMEDY, adamw, check_ranges, check_run_folder, parse_dataclass_args, resume_line
 from trainers.train_frame_tokenizer import foreground_weight, load_episode_frames
 
 
@@ -65,16 +65,19 @@ class Args:
     seed: int = 0
     threads: int = 1
     device: str = "auto"  #: auto (CUDA when present), cpu, cuda or cuda:N (under accelerate launch: auto or cuda)
-    resume: bool = False
+    resume: bool = False  #: continue the unfinished run in --out (a finished one is refused: choose another --out)
 
     def validate(self) -> "Args":
-        if self.steps < 1 or self.batch_size < 1 or self.test_every < 2 or self.max_seconds <= 0:
-            raise ValueError("steps, batch_size and max_seconds must be positive and test_every at least 2")
+        check_ranges(self, at_least={name: 1 for name in (
+            "steps", "batch_size", "context_downsample", "future_downsample", "eval_clips", "checkpoint_every",
+            "threads")} | {"test_every": 2, "seed": 0}, positive=("lr", "max_seconds"),
+            non_negative=("foreground_weight", "lpips_weight"))
         if self.frame_skip < 1 or self.max_offset < 0:
             raise ValueError("frame_skip must be positive and max_offset non-negative")
         from rlvr_envs.core.device import resolve_device
 
         resolve_device(self.device)  # an absent or malformed device fails before any work
+        check_run_folder(self.out, self.resume)
         return self
 
 
@@ -173,6 +176,8 @@ def main(args: Args) -> dict:
         optimizer.load_state_dict(state["optimizer"])
         start_step, spent = int(state["step"]), float(state["seconds"])
         rng = np.random.default_rng([args.seed, start_step])
+    if args.resume and run.is_main:
+        print(resume_line(out, checkpoint if start_step else None, start_step), flush=True)
     sampler = PairSampler(train, args.frame_skip, args.max_offset, rng)
     test_clips = heldout_clips(test, args.frame_skip, args.max_offset + 1, 10, args.eval_clips, args.seed)
     del train

@@ -16,8 +16,9 @@ out its converted `test` folder, as its envs do; the other datasets every episod
 a multiple of `--test-every`. The run ends with held-out PSNR / SSIM / MAE of the
 reconstructions and writes them into the model card.
 Checkpoints (`--out/checkpoint/`) let an interrupted run resume with `--resume` (at any number of
-processes). `--device` follows `rlvr_envs.core.device` (fp32, TF32 matmuls on CUDA: FSQ rounds its
-latents, which bf16 would move); under `accelerate launch` each process trains on its share of
+processes); a finished run (the tokenizer saved in `--out`) is final, and `--resume` on it is refused
+(`trainers.common.check_run_folder`, the contract of every trainer). `--device` follows
+`rlvr_envs.core.device` (fp32, TF32 matmuls on CUDA: FSQ rounds its latents, which bf16 would move); under `accelerate launch` each process trains on its share of
 every batch, DDP averages the gradients and rank 0 evaluates and saves.
 The compressed tokenizer of the multi-step world models has its own script,
 `trainers.train_compressed_tokenizer`, which reuses this one's data loading and loss.
@@ -37,7 +38,7 @@ import numpy as np
 import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
-from trainers.common import RESUME_REMEDY, adamw, parse_dataclass_args
+from trainers.common import RESUME_REMEDY, adamw, check_ranges, check_run_folder, parse_dataclass_args, resume_line
 
 
 @dataclass
@@ -61,13 +62,14 @@ class Args:
     seed: int = 0
     threads: int = 2
     device: str = "auto"  #: auto (CUDA when present), cpu, cuda or cuda:N (under accelerate launch: auto or cuda)
-    resume: bool = False
+    resume: bool = False  #: continue the unfinished run in --out (a finished one is refused: choose another --out)
 
     def validate(self) -> "Args":
         from rlvr_envs.video.sources import DATASETS
 
-        if self.steps < 1 or self.batch_size < 1 or self.test_every < 2:
-            raise ValueError("steps and batch_size must be positive and test_every at least 2")
+        check_ranges(self, at_least={name: 1 for name in (
+            "steps", "batch_size", "downsample", "eval_frames", "checkpoint_every", "threads")} | {
+            "test_every": 2, "seed": 0}, positive=("lr",), non_negative=("foreground_weight",))
         if self.dataset not in DATASETS:
             raise ValueError(f"--dataset {self.dataset!r}: one of {', '.join(DATASETS)}")
         from rlvr_envs.core.device import resolve_device
@@ -84,6 +86,7 @@ class Args:
         if size is not None and any(v % self.downsample for v in size):
             raise ValueError(f"--resolution {self.resolution}: both sides must be multiples of --downsample "
                              f"{self.downsample}")
+        check_run_folder(self.out, self.resume)
         return self
 
     def frame_size(self) -> tuple[int, int] | None:
@@ -212,6 +215,8 @@ def main(args: Args) -> dict:
         schedule.load_state_dict(state["schedule"])
         start_step = int(state["step"])
         rng = np.random.default_rng([args.seed, start_step])
+    if args.resume and run.is_main:
+        print(resume_line(out, checkpoint if start_step else None, start_step), flush=True)
     if run.is_main:
         out.mkdir(parents=True, exist_ok=True)
         keep_log_until(out / "log.jsonl", start_step, redone=lambda record: True)  # steps from start_step run again

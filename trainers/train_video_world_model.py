@@ -24,7 +24,9 @@ same global batch (tested).
 
 Checkpoints (`--out/checkpoint/`, `save_pretrained` + optimizer state) let an interrupted
 run resume with `--resume`, at any number of processes; the final model is saved with `save_pretrained` in `--out` with
-a model card (`card.json`) holding data, command, steps, wall time and held-out metrics.
+a model card (`card.json`) holding data, command, steps, wall time and held-out metrics. A finished run is
+final: `--resume` on it is refused in one line (train further with `--init OUT --out NEW`), as is a run into a
+folder that holds one without `--resume`, or `--resume` where there is no run (`trainers.common.check_run_folder`).
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import numpy as np
 import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
-from trainers.common import RESUME_REMEDY, adamw, parse_dataclass_args
+from trainers.common import RESUME_REMEDY, adamw, check_ranges, check_run_folder, parse_dataclass_args, resume_line
 
 
 @dataclass
@@ -67,7 +69,7 @@ class Args:
     bf16: bool = False  #: force bf16 autocast (same as --precision bf16; emulated, so slower, on CPUs without AMX)
     no_compile: bool = False  #: skip torch.compile (on by default on CUDA; its warm-up is the card's first_step_seconds)
     micro_batch: int = 0  #: windows per forward; 0 = the largest that fits the GPU by rlvr_envs.core.sizing (accumulating to --batch-size)
-    resume: bool = False
+    resume: bool = False  #: continue the unfinished run in --out (a finished one is refused: --init OUT --out NEW)
     init: str = ""  #: continue training this saved model (e.g. the shipped one) instead of a fresh one
     max_seconds: float = 0.0  #: stop after this much training time (0 = run all steps); for matched-time baselines
 
@@ -76,12 +78,11 @@ class Args:
 
         if self.layout not in ("single", "multi"):
             raise ValueError(f"layout must be 'single' or 'multi', got {self.layout!r}")
-        if self.steps < 1 or self.batch_size < 1:
-            raise ValueError("steps and batch_size must be positive")
+        check_ranges(self, at_least={name: 1 for name in (
+            "steps", "batch_size", "warmup", "eval_windows", "eval_every", "checkpoint_every", "threads")} | {
+            "seed": 0}, positive=("lr",), non_negative=("max_seconds", "micro_batch"))
         if self.dataset not in DATASETS:
             raise ValueError(f"--dataset {self.dataset!r}: one of {', '.join(DATASETS)}")
-        if self.micro_batch < 0:
-            raise ValueError("micro_batch must be >= 0 (0: the largest that fits)")
         if self.frame_skip < 0 or self.future < 0:
             raise ValueError("frame_skip and future must be >= 0 (0: the dataset's default)")
         from rlvr_envs.core.device import PRECISIONS, resolve_device
@@ -92,6 +93,7 @@ class Args:
         spec = DATASETS[self.dataset]  # resolved here, so the card records the values used
         self.frame_skip = self.frame_skip or spec.frame_skip
         self.future = self.future or spec.future
+        check_run_folder(self.out, self.resume, "--init")
         return self
 
 
@@ -216,7 +218,8 @@ def main(args: Args) -> dict:
     out = Path(args.out)
     checkpoint = out / "checkpoint"
     step = 0
-    if args.resume and (checkpoint / "state.pt").exists():
+    resuming = args.resume and (checkpoint / "state.pt").exists()
+    if resuming:
         model = LlamaForCausalLM.from_pretrained(checkpoint)
         state = load_torch_file(checkpoint / "state.pt", "the training state", RESUME_REMEDY)
         step = int(state["step"])
@@ -228,6 +231,8 @@ def main(args: Args) -> dict:
     else:
         model = build_world_model(train_task.vocab, sequences.shape[1], args.preset, args.seed)
         state = None
+    if args.resume:
+        say(resume_line(out, checkpoint if resuming else None, step), flush=True)
     check_world_model_config(model.config, train_task.vocab, train_task.layout)
     model.to(run.device)  # before the optimizer loads its state, so the state lands on the device too
     optimizer = make_optimizer(model, args.lr, run.device)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -76,12 +78,19 @@ def number_list(minimum: float = 0.0) -> Callable[[str], tuple[float, ...]]:
 
 
 def output_dir(text: str) -> str:
-    """A folder to write into: new or an existing folder, never an existing file."""
+    """A folder to write into: new or an existing folder, never an existing file, and one this
+    process can write, so an unwritable `--out` fails at once instead of after the work."""
     path = Path(text).expanduser()
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is a file; pass a folder to write into (new or existing)")
     if any(parent.exists() and not parent.is_dir() for parent in path.parents):
         raise argparse.ArgumentTypeError(f"{text} lies under a file; pass a folder to write into")
+    base = next(folder for folder in (path, *path.parents) if folder.exists())  # what the run will write into
+    try:  # a real attempt: permission bits say nothing for root, read-only mounts or /proc
+        os.rmdir(tempfile.mkdtemp(prefix=".rlvr-world-write-check-", dir=base))
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot write into {base} ({error.strerror or type(error).__name__}); "
+                                         f"pass a folder you can write to") from None
     return text
 
 

@@ -9,7 +9,9 @@ the command never leaves processes writing into OUT.
 Resuming checks what is already there: every existing episode file is read in full (zip
 CRCs) and compared with what the config fixes for that index (policy, noise, reset seed,
 frame size, step limit); a file that fails is deleted and generated again, and counted in
-the summary's `redone` list.
+the summary's `redone` list. What it cannot replace is refused in one line naming the path
+(exit 1), before any episode is generated: a folder where an episode file goes, or an
+`episode_*.npz` that is no episode of this config (the env would read it with the rest).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from rlvr_envs.core.arguments import at_least, output_dir
 from rlvr_envs.core.errors import DataError
 from rlvr_envs.core.files import OutputLock, remove_stale_temporaries, write_json_atomic
 from rlvr_envs.core.workers import ORPHANED_EXIT, orphaned, run_parallel
+from rlvr_envs.video._files import episode_number
 from rlvr_envs.video.pusht.episodes import (
     POLICIES,
     PushTFormatError,
@@ -37,6 +40,7 @@ from rlvr_envs.video.pusht.episodes import (
 from rlvr_envs.video.pusht.storage import (
     CONFIG_FILE,
     EPISODE_FILE,
+    EPISODE_NAME,
     SUMMARY_FILE,
     episode_metadata,
     load_episode,
@@ -64,8 +68,33 @@ class EpisodeWriter:
         self.generator.close()
 
 
+def _refuse_what_cannot_be_replaced(config: PushTGenerationConfig, out: Path) -> None:
+    """Refuse (`PushTFormatError`, naming the path) what this run could neither read nor write over:
+    a folder or other non-file where one of its files goes, and an `episode_*.npz` entry that is no
+    episode of `config` (a name the readers refuse, or a number outside 0..episodes-1), which the env
+    would read with the rest. They are not this run's to delete."""
+    episodes_dir = out / "episodes"
+    for path in (out / CONFIG_FILE, out / SUMMARY_FILE, episodes_dir):
+        wanted_folder = path == episodes_dir
+        if path.exists() and path.is_dir() != wanted_folder:
+            raise PushTFormatError(f"{path}: expected a {'folder' if wanted_folder else 'file'} here, found a "
+                                   f"{'file' if wanted_folder else 'folder'}; remove it, or choose an empty --out")
+    if not episodes_dir.is_dir():
+        return
+    for path in sorted(episodes_dir.glob("episode_*.npz")):
+        number = episode_number(path.name, EPISODE_NAME)
+        if number is None or number >= config.episodes:
+            raise PushTFormatError(f"{path}: not one of this folder's episodes (episode_000000.npz .. "
+                                   f"{EPISODE_FILE.format(index=config.episodes - 1)}), and the env would read "
+                                   f"it with them; remove it, or choose an empty --out")
+        if not path.is_file():
+            raise PushTFormatError(f"{path}: a folder (or other non-file) where episode {number} goes; remove it, "
+                                   f"and this command writes the episode")
+
+
 def _check_existing(config: PushTGenerationConfig, episodes_dir: Path) -> tuple[dict[int, dict], list[dict]]:
-    """Stats of the episode files that are whole and match `config`; the others are deleted and listed."""
+    """Stats of the episode files that are whole and match `config`; the others are deleted and listed
+    (whatever cannot be deleted was refused before, by `_refuse_what_cannot_be_replaced`)."""
     kept: dict[int, dict[str, Any]] = {}
     redone: list[dict[str, Any]] = []
     for index in range(config.episodes):
@@ -102,12 +131,14 @@ def generate_dataset(
     with OutputLock(out, f"rlvr-world data pusht --episodes {config.episodes} --seed {config.seed}") as lock:
         remove_stale_temporaries(out)
         remove_stale_temporaries(episodes_dir)
-        if (out / CONFIG_FILE).is_file():
+        fresh = not (out / CONFIG_FILE).is_file()
+        if not fresh:
             existing = read_metadata(out)
             if existing != episode_metadata(config):
                 raise PushTFormatError(f"{out} holds PushT data made with another config ({existing.get('config')}); "
                                        f"choose an empty --out directory")
-        else:
+        _refuse_what_cannot_be_replaced(config, out)
+        if fresh:
             write_metadata(out, config)
         episodes_dir.mkdir(parents=True, exist_ok=True)
         rows, redone = _check_existing(config, episodes_dir)
