@@ -221,6 +221,18 @@ def test_readme_quickstart_runs_as_written(capsys):
 
 # -- the real-data layer: the same contract on the real samples in ../shared/data -------------------
 
+def test_an_absent_sample_skips_saying_where_it_goes_and_where_it_comes_from(monkeypatch, tmp_path):
+    from tests import samples
+
+    monkeypatch.setattr(samples, "SHARED_DATA", tmp_path / "data")
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        shared_data_or_skip("bytesized32", "test_sample.jsonl")
+    reason = skipped.value.msg
+    assert str(tmp_path / "data" / "bytesized32" / "test_sample.jsonl") in reason
+    assert f"from {tmp_path / 'data'}" in reason and "copy that folder there" in reason
+    assert "github.com/cognitiveailab/GPT-simulator" in reason
+
+
 @pytest.mark.parametrize("env_id", ["RLVRWorld/TextGame-v0", "RLVRWorld/TextGame-TaskReward-v0"])
 def test_llm_env_checker_on_real_bytesized32_rows(env_id):
     from rlvr_envs.core.checker import check_llm_env
