@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rlvr_envs.core.arguments import ENV_KWARGS_HELP
+
 #: what to do when a checkpoint under --resume is damaged or foreign (named in the error)
 RESUME_REMEDY = "delete that checkpoint folder and resume from an earlier one, or drop --resume to start afresh"
 
@@ -36,7 +38,7 @@ COMMON_HELP = {"out": "output folder", "seed": "random seed", "threads": "torch 
                "lr": "learning rate", "batch_size": "examples per optimizer step", "env_id": "a registered env id",
                "resume": "continue the run in --out from its last checkpoint", "model": "a save_pretrained directory",
                "preset": "model size preset", "eval_every": "evaluate every this many steps",
-               "checkpoint_every": "save a checkpoint every this many steps"}
+               "checkpoint_every": "save a checkpoint every this many steps", "env_kwargs": ENV_KWARGS_HELP}
 
 
 def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
@@ -88,13 +90,6 @@ def parse_dataclass_args(cls: type, description: str, argv: list[str] | None = N
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_dataclass_arguments(parser, cls)
     return validated(parser, dataclass_from_namespace(cls, parser.parse_args(argv)))
-
-
-def parse_env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """`("reward=task", "size=40")` -> {"reward": "task", "size": 40} (values parsed as JSON when they can be)."""
-    from rlvr_envs.core.arguments import key_value_pairs
-
-    return key_value_pairs(pairs)
 
 
 def command_line(program: str, args: Any) -> str:
