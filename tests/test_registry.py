@@ -45,6 +45,16 @@ def test_gymnasium_check_env_on_plain_envs(env_id):
     check_env(gym.make(env_id).unwrapped)
 
 
+@pytest.mark.parametrize("env_id", sorted(SIMULATORS))
+def test_plain_envs_refuse_mode_in_one_line_saying_why(env_id):
+    """`mode=` is the next-state prediction ids' argument; a plain env says what its action is
+    (before loading any model) instead of raising its `__init__`'s TypeError."""
+    for mode in ("token", "sequence"):
+        with pytest.raises(ValueError, match=r"takes no mode= \(its action is .+\); mode=.+ belongs to the "
+                                             r"next-state prediction ids$"):
+            gym.make(env_id, mode=mode)
+
+
 @pytest.mark.parametrize("env_id", IDS)
 def test_sb3_check_env_token_mode(env_id):
     from stable_baselines3.common.env_checker import check_env
