@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from rlvr_envs.registration import task_from_env_id
     from rlvr_envs.integrations.hf import per_transition_report
-    from trainers.common import parse_env_kwargs
+    from rlvr_envs.core.arguments import parse_env_kwargs
     from trainers.sft import model_tokenizer_kwargs, split_kwargs
 
     argv = list(sys.argv[1:] if argv is None else argv)

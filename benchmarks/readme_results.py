@@ -48,7 +48,7 @@ GOAL_BATCHED_REWARD_SPEEDUP = 5.0  #: batched -(L1+LPIPS) vs per-frame calls, at
 GOAL_GRPO_MAE_CHANGE_PCT = -15.0  #: PushT GRPO's sampled MAE vs the MLE base, at most (percent)
 GOAL_TEXT_CHANGED_GAIN = 0.10  #: MiniTextWorld GRPO's held-out exact accuracy on changed transitions over SFT
 GOAL_PLANNING_SHARE = 0.8  #: the RLVR simulator's CEM success as a share of the true simulator's, at least
-GOAL_JUDGE_AGREEMENT = 0.95  #: the PushT frame judge's agreement with the env's own success, at least
+GOAL_JUDGE_PRECISION_RECALL = 0.95  #: the PushT frame judge's precision and recall of the env's success, each at least
 UNCHANGED_KEPT = 0.01  #: a text recipe keeps unchanged transitions when it loses at most this much on them
 
 
@@ -82,6 +82,10 @@ def _rate(fraction: float) -> str:
     if fraction in (0.0, 1.0):
         return f"{fraction * 100:.0f}%"
     return f"{fraction * 100:.1f}%"
+
+
+def _fraction(value: float | None) -> str:
+    return "n/a" if _nan(value) else f"{value:.3f}"
 
 
 def _k(per_second: float) -> str:
@@ -730,30 +734,41 @@ def _real2sim(files: list[dict]) -> str:
     return "\n\n".join(parts)
 
 
+def _judge_holds(summary: dict) -> list[dict]:
+    """The coverage bars at which the judge's success has both precision and recall at the goal."""
+    return [b for b in summary["success"] if not _nan(b["precision"]) and not _nan(b["recall"])
+            and min(b["precision"], b["recall"]) >= GOAL_JUDGE_PRECISION_RECALL]
+
+
+def _bars(bars: list[dict]) -> str:
+    return ", ".join(f"{b['bar']:g}" for b in bars) or "no bar"
+
+
 def _success_judge(files: list[dict]) -> str:
     d = files[0]
     s = d["summary"]
-    c = s["confusion"]
     resolution = d.get("resolution")
-    env_successes = c["both_success"] + c["env_only"]
-    near = "n/a" if _nan(s.get("near_threshold_agreement")) else _rate(s["near_threshold_agreement"])
-    text = (f"**PushT success judge** (`{d['command'].strip()}`, {_shown(d['_file'])}; {d['machine']}, {d['time']}): "
-            f"on {s['frames']:,} held-out real frames"
-            f"{f' at {resolution}x{resolution}' if resolution else ''}, the frame judge agrees with the env's own "
-            f"success on {_rate(s['agreement'])} of them ({near} of the {s['near_threshold_frames']} near-threshold "
-            f"frames); of the {env_successes} frames the env counts as "
-            f"successes it finds {c['both_success']}, and it claims {c['judge_only']} the env does not "
-            f"({c['neither']:,} neither). Coverage MAE {s['coverage_mae']:.4f}, median pose error "
-            f"{s['position_error_px_median']:.2f} px and {s['angle_error_deg_median']:.2f} deg, "
-            f"{s['seconds_per_frame'] * 1000:.0f} ms per frame.")
-    bars = s.get("by_success_coverage")
-    if bars:
-        rows = [[f"{b['success_coverage']:g}", str(b["env_successes"]), f"{b['agreement']:.3f}",
-                 f"{b['precision']:.3f}", f"{b['recall']:.3f}"] for b in bars]
-        text += (" At other success bars (env: true coverage above the bar; judge: judged coverage above it):\n\n"
-                 + _table(["coverage bar", "env successes", "agreement", "judge precision", "judge recall"],
-                          ["---:", "---:", "---:", "---:", "---:"], rows))
-    return text
+    env = next(b for b in s["success"] if b["bar"] == s["env_bar"])
+    holds = _judge_holds(s)
+    summarized = f", summary by `{d['summarized_by'].strip()}`" if d.get("summarized_by") else ""
+    reliable = "reliable" if env in holds else "**not** reliable"
+    text = (f"**PushT success judge** (`{d['command'].strip()}`{summarized}, {_shown(d['_file'])}; {d['machine']}, "
+            f"{d['time']}): on {s['frames']:,} held-out real frames"
+            f"{f' at {resolution}x{resolution}' if resolution else ''}, the frame judge finds the block in "
+            f"{s['found']:,}; its pose error is {s['position_error_px']['median']:.2f} px median (90th percentile "
+            f"{s['position_error_px']['p90']:.2f} px) and {s['angle_error_deg']['median']:.2f} deg "
+            f"({s['angle_error_deg']['p90']:.2f} deg), its coverage error {s['coverage_mae']:.4f} on average and "
+            f"{s['near_bar_coverage_mae']:.4f} on the {s['near_bar_frames']} frames within {s['near_bar']:g} of "
+            f"gym-pusht's success bar ({s['env_bar']:g}); {s['seconds_per_frame'] * 1000:.0f} ms per frame. At the "
+            f"env's own bar the judge's success is {reliable}: precision {_fraction(env['precision'])}, recall "
+            f"{_fraction(env['recall'])} (it finds {env['both']} of the env's {env['env_successes']} successes and "
+            f"claims {env['judge_successes'] - env['both']} the env does not). Precision and recall are both at "
+            f"least {GOAL_JUDGE_PRECISION_RECALL:.0%} at bars {_bars(holds)} (env: true coverage above the bar; "
+            f"judge: judged coverage above it):\n\n")
+    rows = [[f"{b['bar']:g}", str(b["env_successes"]), str(b["judge_successes"]), str(b["both"]),
+             _fraction(b["precision"]), _fraction(b["recall"])] for b in s["success"]]
+    return text + _table(["coverage bar", "env successes", "judge successes", "both", "judge precision",
+                          "judge recall"], ["---:"] * 6, rows)
 
 
 def _fidelity(files: list[dict], heading: str = "Does the learned simulator follow its actions?") -> str:
@@ -1360,10 +1375,17 @@ def _goals(where: str = "the subsections below give every run") -> str:
                      _shown(file)])
     judge = load("pusht_success_judge.json")
     if judge:
-        agreement = judge["summary"]["agreement"]
-        rows.append(["PushT success judge agrees with the env's own success",
-                     f"{_rate(agreement)} of {judge['summary']['frames']:,} held-out real frames",
-                     f"{GOAL_JUDGE_AGREEMENT:.0%}", "met" if agreement >= GOAL_JUDGE_AGREEMENT else "**not met**",
+        s = judge["summary"]
+        env = next(b for b in s["success"] if b["bar"] == s["env_bar"])
+        holds = _judge_holds(s)
+        met = "met" if env in holds else "**not met**"
+        rows.append([f"PushT success judge: precision and recall of the env's own success (coverage > "
+                     f"{s['env_bar']:g})",
+                     f"precision {_fraction(env['precision'])}, recall {_fraction(env['recall'])} "
+                     f"({env['env_successes']} real successes in {s['frames']:,} held-out frames); pose error "
+                     f"{s['position_error_px']['median']:.2f} px, {s['angle_error_deg']['median']:.2f} deg median",
+                     f"{GOAL_JUDGE_PRECISION_RECALL:.0%} each",
+                     f"{met} at {s['env_bar']:g}; met at bars {_bars(holds)}" if holds and env not in holds else met,
                      _shown("pusht_success_judge.json")])
     if not rows:
         return ""

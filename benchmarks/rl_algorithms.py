@@ -165,14 +165,14 @@ def sb3_run(args, seed: int, seconds: float) -> dict:
 
     out = Path(args.runs) / f"sb3_ppo_seed{seed}"
     if not (out / "summary.json").is_file():
-        from trainers.common import parse_env_kwargs
+        from rlvr_envs.core.arguments import parse_env_kwargs
 
         kwargs = parse_env_kwargs(tuple(args.env_kwargs))
         if args.modality != "video" or "data_dir" in kwargs:
             kwargs["split"] = "train"
         ppo_main(PPOArgs(env_id=args.env_id, total_timesteps=10**7, max_seconds=seconds, n_envs=2, n_steps=128,
                          batch_size=64, seed=seed, eval_episodes=args.sb3_eval, out_dir=str(out),
-                         env_kwargs=json.dumps(kwargs)))
+                         env_kwargs=(json.dumps(kwargs),)))
     summary = json.loads((out / "summary.json").read_text())
     before, after = summary["before"]["mean_reward"], summary["after"]["mean_reward"]
     if args.modality != "video":

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rlvr_envs.core.arguments import at_least, env_kwargs, existing_dir
+from rlvr_envs.core.arguments import EnvKwargsAction, at_least, existing_dir
 
 #: `rlvr-world data NAME ...` -> (module exposing add_data_arguments / run_data_command, help)
 DATA_COMMANDS = {
@@ -166,8 +166,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     episode.add_argument("--index", type=at_least(0), default=0, help="which transition")
     episode.add_argument("--response", choices=RESPONSES, default="gold", help="what the 'model' answers")
     episode.add_argument("--data-dir", type=existing_dir, default=None, help="data root for ids with external data")
-    episode.add_argument("--env-kwargs", type=env_kwargs, default={}, metavar="JSON|K=V,...",
-                         help='gym.make arguments, e.g. \'{"reward": "mae"}\' or reward=mae,size=12')
+    episode.add_argument("--env-kwargs", action=EnvKwargsAction)
     episode.set_defaults(func=cmd_episode, check=check_episode)
 
     data = sub.add_parser("data", help="download or generate a dataset", description="Download or generate a dataset.")
@@ -203,9 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] and argv[0] in CHECKOUT_COMMANDS:
         return run_checkout_command(argv[0], argv[1:])
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args = None
     try:
+        parser = build_parser(argv)  # a command's own arguments may need its extra (plan's --device: torch)
+        args = parser.parse_args(argv)
         check = getattr(args, "check", None)
         if check is not None:  # the command's own checks of its arguments, before any work: exit 2 like argparse's
             try:
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rlvr-world: error: {exc}", file=sys.stderr)
         return 1
     except ModuleNotFoundError as exc:  # a command run without its extra (e.g. plan without [video])
-        error = missing_extra(exc, f"rlvr-world {args.command}")
+        error = missing_extra(exc, f"rlvr-world {args.command if args is not None else argv[0]}")
         if error is None:
             raise
         print(f"rlvr-world: error: {error}", file=sys.stderr)

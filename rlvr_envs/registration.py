@@ -166,7 +166,7 @@ def register_envs() -> None:
     for entry in ENVS:
         if entry.id not in gym.registry:
             gym.register(entry.id, entry_point=ENTRY_POINT, vector_entry_point=VECTOR_ENTRY_POINT,
-                         kwargs={"task": entry.task, **entry.kwargs})
+                         kwargs={"task": entry.task, "env_id": entry.id, **entry.kwargs})
     for env_id, plain in SIMULATORS.items():
         if env_id not in gym.registry:
             gym.register(env_id, entry_point=plain.entry_point, kwargs=dict(plain.kwargs))
@@ -191,7 +191,7 @@ def task_from_env_id(env_id: str, **env_kwargs: Any):
 
     env_kwargs = {k: v for k, v in env_kwargs.items() if k not in ("mode", "render_mode")}
     found = entry(env_id.split(":", 1)[-1])
-    return build_task(found.task, **{**found.kwargs, **env_kwargs})
+    return build_task(found.task, found.id, **{**found.kwargs, **env_kwargs})
 
 
 def all_ids() -> list[str]:

@@ -16,19 +16,27 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
-HOW_TO_GET = {
-    "bytesized32": "`rlvr-world data bytesized32` fetches the full dataset",
-    "wma": "`rlvr-world data wma` fetches the WMA records",
+#: where each sample folder's files come from (what a newcomer needs besides the path)
+ORIGIN = {
+    "bytesized32": "rows and human-written rules of ByteSized32-State-Prediction, github.com/cognitiveailab/"
+                   "GPT-simulator (`rlvr-world data bytesized32` fetches the full set for the envs)",
+    "wma": "prompt files of RLVR-World (MIT), github.com/thuml/RLVR-World (`rlvr-world data wma` fetches the WMA "
+           "records for the envs)",
     "rt1": "frac_action_ranges.json is RLVR-World's (MIT), github.com/thuml/RLVR-World",
+    "simpler": "success rates published by SimplerEnv (MIT, github.com/simpler-env/SimplerEnv) and RLVR-World",
 }
 
 
 def shared_data_or_skip(*parts: str) -> Path:
-    """A path under ../shared/data, or skip: this is the real-data layer of the suite."""
+    """A path under ../shared/data, or skip: this is the real-data layer of the suite. The
+    reason says where the samples go and where they come from, since it is all a newcomer
+    running the suite without them sees."""
     path = SHARED_DATA.joinpath(*parts)
     if not path.exists():
-        hint = HOW_TO_GET.get(parts[0], "") if parts else ""
-        pytest.skip(f"real-data sample {path} is absent (the project's ../shared checkout); {hint}".rstrip("; "))
+        origin = f" Origin: {ORIGIN[parts[0]]}." if parts and parts[0] in ORIGIN else ""
+        pytest.skip(f"real-data sample {path} is absent: these tests read the project's small real samples "
+                    f"(bytesized32/, rt1/, simpler/, wma/) from {SHARED_DATA}, the shared/data folder beside "
+                    f"this checkout; copy that folder there to run them.{origin}")
     return path
 
 

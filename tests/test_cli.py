@@ -39,6 +39,30 @@ def test_episode_passes_env_kwargs_as_key_value_pairs_or_json(kwargs, capsys):
     assert caught.value.code == 2 and "--index must be in [0, 8)" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("tokens", [["reward=task", "size=12"], ["reward=task,size=12"],
+                                    ['{"reward": "task", "size": 12}'], ["reward=task", '{"size": 12}']])
+def test_env_kwargs_take_the_same_forms_in_rlvr_world_and_the_trainers(tokens):
+    """One parser: space-separated pairs (the documented form), comma-joined pairs and JSON
+    objects mean the same thing to `rlvr-world episode` and to every trainer."""
+    from rlvr_envs.cli import build_parser
+    from trainers.grpo_config import GRPOConfig
+
+    argv = ["episode", "RLVRWorld/MiniTextWorld-v0", "--env-kwargs", *tokens]
+    assert build_parser(argv).parse_args(argv).env_kwargs == {"reward": "task", "size": 12}
+    assert GRPOConfig(env_kwargs=tuple(tokens)).kwargs() == {"reward": "task", "size": 12}
+
+
+def test_env_kwargs_keep_commas_inside_values_and_refuse_a_token_that_is_no_pair(capsys):
+    from rlvr_envs.core.arguments import parse_env_kwargs
+
+    assert parse_env_kwargs(["noise=[0,10],size=3"]) == {"noise": [0, 10], "size": 3}
+    with pytest.raises(SystemExit) as caught:
+        main(["episode", "--env-kwargs", "reward=task", "size"])
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # argparse's usage, then one error line
+    assert caught.value.code == 2
+    assert last.endswith("argument --env-kwargs: env kwargs are key=value pairs (reward=task size=12), got 'size'")
+
+
 def test_demo_runs_the_checkouts_program():
     """`rlvr-world demo` runs `python -m trainers.demo` of this checkout (the library never imports trainers)."""
     import subprocess
@@ -77,8 +101,11 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch, capsys):
     """Without the [video] extra a video id says which extra to install (here torch is made unimportable)."""
     import builtins
 
+    import gymnasium as gym
+
     from rlvr_envs.core import factory
-    from rlvr_envs.registration import entry
+    from rlvr_envs.core.extras import MissingExtraError
+    from rlvr_envs.registration import entry, task_from_env_id
 
     real_import = builtins.__import__
 
@@ -95,7 +122,12 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch, capsys):
     assert not ok and "pip install 'rlvr-world[video]'" in hint and "torch is not installed" in hint
     assert main(["episode", "RLVRWorld/PushT-SingleStep-v0"]) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("rlvr-world: error:") and "\n" not in err and "rlvr-world[video]" in err
+    assert err == ("rlvr-world: error: RLVRWorld/PushT-SingleStep-v0 needs the [video] extra (torch is not "
+                   "installed): pip install 'rlvr-world[video]'")  # the id typed, not the task class behind it
+    for build in (lambda: gym.make("RLVRWorld/RT1-MultiStep-v0"), lambda: gym.make_vec("RLVRWorld/Rope-v0", 2),
+                  lambda: task_from_env_id("RLVRWorld/PushT-MultiStep-v0")):
+        with pytest.raises(MissingExtraError, match=r"^RLVRWorld/\S+-v0 needs the \[video\] extra"):
+            build()
     assert main(["plan", "--out", "unused"]) == 1  # a whole command without its extra: the same one line
     err = capsys.readouterr().err.strip()
     assert err == ("rlvr-world: error: rlvr-world plan needs the [video] extra (torch is not installed): "

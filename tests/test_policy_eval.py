@@ -85,7 +85,8 @@ def test_judge_agrees_with_the_real_env_on_real_frames():
     """A handful of real frames: the last frames of a successful expert episode (coverage > 0.95)
     and frames far from and near the goal; the judge's pose is within 3 px and 2 degrees, its
     coverage within 0.035, and its success right wherever the coverage is not within 0.05 of
-    the threshold (`benchmarks/pusht_success_judge.py` measures agreement on held-out frames)."""
+    the threshold (`benchmarks/pusht_success_judge.py` measures precision and recall on held-out
+    frames)."""
     from rlvr_envs.video.pusht.judge import judge_frame, pose_error
     from rlvr_envs.video.pusht import PushTEpisodeDataset
     from rlvr_envs.video.task import embedded_heldout_dir

@@ -120,8 +120,10 @@ def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
         "summary": {"pearson": 0.987, "mmrv": 0.0, "pearson_vs_env_success": 0.95, "mmrv_vs_env_success": 0.0,
                     "judge_vs_env_agreement": 0.9}}))
     judge = json.loads((rr.ROOT / "benchmarks" / "results" / "pusht_success_judge.json").read_text())
-    judge["summary"]["by_success_coverage"] = [
-        {"success_coverage": 0.8, "env_successes": 40, "agreement": 0.996, "precision": 0.95, "recall": 0.975}]
+    judge["summary"]["success"] = [
+        {"bar": 0.8, "env_successes": 40, "judge_successes": 41, "both": 39, "precision": 39 / 41,
+         "recall": 0.975},
+        {"bar": 0.95, "env_successes": 4, "judge_successes": 0, "both": 0, "precision": None, "recall": 0.0}]
     (tmp_path / "pusht_success_judge.json").write_text(json.dumps(judge))
     (tmp_path / "rl_algorithms.json").write_text(json.dumps({
         "command": "python -m benchmarks.rl_algorithms --data D", "machine": "x86_64, cpu",
@@ -178,7 +180,11 @@ def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
     assert "| expert | 0.70 | 0.80 | 0.90 | 10 |" in text
     assert "Pearson 0.987, MMRV 0.000" in text.replace("\n", " ")
     assert "`benchmarks/results/real2sim/mle/results.json`" in text.replace("\n", " ")
-    assert "| 0.8 | 40 | 0.996 | 0.950 | 0.975 |" in text
+    assert "| 0.8 | 40 | 41 | 39 | 0.951 | 0.975 |" in text
+    assert "| 0.95 | 4 | 0 | 0 | n/a | 0.000 |" in text
+    assert "success is **not** reliable: precision n/a, recall 0.000" in text.replace("\n", " ")
+    goal = next(line for line in rr._goals().splitlines() if line.startswith("| PushT success judge"))
+    assert "| 95% each | **not met** at 0.95; met at bars 0.8 |" in goal
 
 
 def test_language_sections_add_the_sampled_answers_table_when_a_run_sampled():

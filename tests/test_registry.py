@@ -45,6 +45,16 @@ def test_gymnasium_check_env_on_plain_envs(env_id):
     check_env(gym.make(env_id).unwrapped)
 
 
+@pytest.mark.parametrize("env_id", sorted(SIMULATORS))
+def test_plain_envs_refuse_mode_in_one_line_saying_why(env_id):
+    """`mode=` is the next-state prediction ids' argument; a plain env says what its action is
+    (before loading any model) instead of raising its `__init__`'s TypeError."""
+    for mode in ("token", "sequence"):
+        with pytest.raises(ValueError, match=r"takes no mode= \(its action is .+\); mode=.+ belongs to the "
+                                             r"next-state prediction ids$"):
+            gym.make(env_id, mode=mode)
+
+
 @pytest.mark.parametrize("env_id", IDS)
 def test_sb3_check_env_token_mode(env_id):
     from stable_baselines3.common.env_checker import check_env
@@ -220,6 +230,18 @@ def test_readme_quickstart_runs_as_written(capsys):
 
 
 # -- the real-data layer: the same contract on the real samples in ../shared/data -------------------
+
+def test_an_absent_sample_skips_saying_where_it_goes_and_where_it_comes_from(monkeypatch, tmp_path):
+    from tests import samples
+
+    monkeypatch.setattr(samples, "SHARED_DATA", tmp_path / "data")
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        shared_data_or_skip("bytesized32", "test_sample.jsonl")
+    reason = skipped.value.msg
+    assert str(tmp_path / "data" / "bytesized32" / "test_sample.jsonl") in reason
+    assert f"from {tmp_path / 'data'}" in reason and "copy that folder there" in reason
+    assert "github.com/cognitiveailab/GPT-simulator" in reason
+
 
 @pytest.mark.parametrize("env_id", ["RLVRWorld/TextGame-v0", "RLVRWorld/TextGame-TaskReward-v0"])
 def test_llm_env_checker_on_real_bytesized32_rows(env_id):

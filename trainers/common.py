@@ -8,6 +8,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rlvr_envs.core.arguments import ENV_KWARGS_HELP
+
+
 def adamw(parameters, device, **kwargs):
     """`torch.optim.AdamW`, fused into a few kernels on CUDA (its per-parameter loop is
     launch-bound at world-model sizes); the plain loop elsewhere."""
@@ -121,7 +124,7 @@ COMMON_HELP = {"out": "output folder", "seed": "random seed", "threads": "torch 
                "resume": "continue the unfinished run in --out from its last checkpoint (a finished run is refused)",
                "model": "a save_pretrained directory",
                "preset": "model size preset", "eval_every": "evaluate every this many steps",
-               "checkpoint_every": "save a checkpoint every this many steps"}
+               "checkpoint_every": "save a checkpoint every this many steps", "env_kwargs": ENV_KWARGS_HELP}
 
 
 def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
@@ -175,13 +178,6 @@ def parse_dataclass_args(cls: type, description: str, argv: list[str] | None = N
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_dataclass_arguments(parser, cls)
     return validated(parser, dataclass_from_namespace(cls, parser.parse_args(argv)))
-
-
-def parse_env_kwargs(pairs: tuple[str, ...]) -> dict[str, Any]:
-    """`("reward=task", "size=40")` -> {"reward": "task", "size": 40} (values parsed as JSON when they can be)."""
-    from rlvr_envs.core.arguments import key_value_pairs
-
-    return key_value_pairs(pairs)
 
 
 def command_line(program: str, args: Any) -> str:

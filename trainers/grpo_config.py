@@ -7,7 +7,8 @@ import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
-from trainers.common import check_ranges, check_run_folder, parse_env_kwargs
+from rlvr_envs.core.arguments import parse_env_kwargs
+from trainers.common import check_ranges, check_run_folder
 
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo")
 ALGORITHMS = ("grpo", "rloo")
@@ -16,7 +17,7 @@ ALGORITHMS = ("grpo", "rloo")
 @dataclass
 class GRPOConfig:
     env_id: str = "RLVRWorld/PushT-SingleStep-v0"
-    env_kwargs: tuple[str, ...] = ()  #: extra `gym.make` arguments as key=value (values parsed as JSON when they can be)
+    env_kwargs: tuple[str, ...] = ()
     model: str = ""  #: a save_pretrained directory or HF id; video default: the shipped MLE model of the layout
     out: str = "runs/grpo"
     steps: int = 300

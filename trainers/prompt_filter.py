@@ -25,13 +25,14 @@ from pathlib import Path
 from typing import Any
 
 from rlvr_envs.core.files import check_model_source, write_json_atomic
-from trainers.common import command_line, parse_dataclass_args, parse_env_kwargs
+from rlvr_envs.core.arguments import parse_env_kwargs
+from trainers.common import command_line, parse_dataclass_args
 
 
 @dataclass
 class Args:
     env_id: str = "RLVRWorld/MiniTextWorld-v0"
-    env_kwargs: tuple[str, ...] = ()  #: extra `gym.make` arguments as key=value, as given to trainers.grpo
+    env_kwargs: tuple[str, ...] = ()
     model: str = ""  #: the model GRPO will start from (a save_pretrained directory)
     out: str = "runs/prompt_filter.json"
     samples: int = 6  #: answers per prompt (GRPO's group size is the natural choice)

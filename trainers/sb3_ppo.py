@@ -25,6 +25,7 @@ import gymnasium as gym
 import numpy as np
 
 import rlvr_envs  # noqa: F401  (registers the RLVRWorld ids)
+from rlvr_envs.core.arguments import parse_env_kwargs
 from trainers.common import parse_dataclass_args
 
 
@@ -41,14 +42,14 @@ class Args:
     seed: int = 0
     eval_episodes: int = 32
     out_dir: str = "runs/sb3_ppo"
-    env_kwargs: str = "{}"  # JSON of extra gym.make arguments, e.g. '{"difficulty": "easy"}'
+    env_kwargs: tuple[str, ...] = ()
 
     def validate(self) -> None:
         if self.total_timesteps < 1 or self.n_envs < 1 or self.n_steps < 1 or self.max_seconds < 0:
             raise ValueError("total_timesteps, n_envs and n_steps must be positive and max_seconds >= 0")
         if (self.n_steps * self.n_envs) % self.batch_size:
             raise ValueError("n_steps * n_envs must be a multiple of batch_size")
-        json.loads(self.env_kwargs)
+        parse_env_kwargs(self.env_kwargs)
 
 
 EXPECTATION = ("a token-level PPO agent from scratch is a baseline: on this budget its verified reward is "
@@ -104,7 +105,7 @@ def main(args: Args) -> dict:
     args.validate()
     print(f"SB3 PPO on {args.env_id} (token mode), {args.total_timesteps} timesteps; {EXPECTATION}.", flush=True)
     # render_mode=None: SB3's make_vec_env would otherwise ask text envs for rgb_array frames
-    env_kwargs = {"mode": "token", "render_mode": None, **json.loads(args.env_kwargs)}
+    env_kwargs = {"mode": "token", "render_mode": None, **parse_env_kwargs(args.env_kwargs)}
     vec_env = make_vec_env(args.env_id, n_envs=args.n_envs, seed=args.seed, env_kwargs=env_kwargs)
     model = PPO("MultiInputPolicy", vec_env, n_steps=args.n_steps, batch_size=args.batch_size,
                 learning_rate=args.learning_rate, ent_coef=args.ent_coef, seed=args.seed, device="cpu", verbose=0)

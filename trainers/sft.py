@@ -41,7 +41,8 @@ from typing import Any
 import numpy as np
 
 from rlvr_envs.core.files import check_model_source
-from trainers.common import check_ranges, check_run_folder, lora_config, parse_dataclass_args, parse_env_kwargs
+from rlvr_envs.core.arguments import parse_env_kwargs
+from trainers.common import check_ranges, check_run_folder, lora_config, parse_dataclass_args
 
 #: from-scratch LLaMA sizes for text world models (compare rlvr_envs.video.world_model.PRESETS)
 TEXT_PRESETS: dict[str, dict[str, int]] = {
@@ -57,7 +58,7 @@ TEXT_PRESETS: dict[str, dict[str, int]] = {
 @dataclass
 class Args:
     env_id: str = "RLVRWorld/MiniTextWorld-v0"
-    env_kwargs: tuple[str, ...] = ()  #: extra `gym.make` arguments as key=value (values parsed as JSON if they can)
+    env_kwargs: tuple[str, ...] = ()
     model: str = ""  #: a save_pretrained directory or HF id to fine-tune (empty with --from-scratch)
     from_scratch: bool = False  #: train a fresh LLaMA of --preset on the task's tokenizer
     preset: str = "small"  #: one of TEXT_PRESETS (from scratch only)

@@ -4,7 +4,9 @@ one-line `error: argument --X: ...` and exit code 2 before any work, never in a 
 run that quietly does nothing.
 
 Each function takes the raw string and returns the value or raises `argparse.ArgumentTypeError`
-with what was wrong and what is allowed.
+with what was wrong and what is allowed. `parse_env_kwargs` is the one parser of every `--env-kwargs`
+(through `EnvKwargsAction` in `rlvr-world`, called from `validate()` in the trainers); it raises
+`ValueError`, which both turn into that one-line error.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ import argparse
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 
 def _number(text: str, kind: type) -> Any:
@@ -104,34 +107,51 @@ def existing_dir(text: str) -> str:
     return text
 
 
-def env_kwargs(text: str) -> dict[str, Any]:
-    """`gym.make` keyword arguments: a JSON object ('{"reward": "mae", "size": 12}') or
-    comma-separated key=value pairs ("reward=mae,size=12", values read as JSON when they can be)."""
-    text = text.strip()
-    if text.startswith("{"):
-        try:
-            value = json.loads(text)
-        except (ValueError, RecursionError):
-            raise argparse.ArgumentTypeError(f"not a JSON object: {text[:80]!r}") from None
-        if not isinstance(value, dict):
-            raise argparse.ArgumentTypeError(f"expected a JSON object, got {type(value).__name__}")
-        return value
-    try:
-        return key_value_pairs(p.strip() for p in text.split(",") if p.strip())
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"{error} (or pass a JSON object)") from None
+ENV_KWARGS_HELP = "gym.make arguments as key=value pairs, e.g. reward=task size=12 (values read as JSON)"
+_NEXT_PAIR = re.compile(r",\s*(?=[A-Za-z_]\w*\s*=)")  # a comma that starts another key=value (not one inside a value)
 
 
-def key_value_pairs(pairs) -> dict[str, Any]:
-    """`("reward=task", "size=40")` -> {"reward": "task", "size": 40} (values read as JSON when they can be);
-    a pair without `=` or with a key that is not a name raises `ValueError`."""
+def parse_env_kwargs(tokens: str | Iterable[str]) -> dict[str, Any]:
+    """`gym.make` keyword arguments from `--env-kwargs` tokens: the one parser behind `rlvr-world`
+    and every trainer, so one command line works in both. Documented form: key=value pairs,
+    one a token (`reward=task size=12`); a token may also hold several pairs joined by commas
+    (`reward=task,size=12`) or be a JSON object (`'{"reward": "task", "size": 12}'`). Values
+    are read as JSON when they can be (12 -> int); a comma inside a value (`noise=[0,10]`)
+    stays in it. A token that is none of these raises `ValueError` naming it."""
     out: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
-        if not sep or not key.strip().isidentifier():
-            raise ValueError(f"env_kwargs entries are key=value, got {pair!r}")
-        try:
-            out[key.strip()] = json.loads(raw)
-        except ValueError:
-            out[key.strip()] = raw
+    for token in [tokens] if isinstance(tokens, str) else tokens:
+        token = token.strip()
+        if token.startswith("{"):
+            try:
+                value = json.loads(token)
+            except (ValueError, RecursionError):
+                raise ValueError(f"not a JSON object: {token[:80]!r}") from None
+            if not isinstance(value, dict):
+                raise ValueError(f"expected a JSON object, got {type(value).__name__}")
+            out.update(value)
+            continue
+        for pair in filter(None, (p.strip() for p in _NEXT_PAIR.split(token))):
+            key, sep, raw = pair.partition("=")
+            if not sep or not key.strip().isidentifier():
+                raise ValueError(f"env kwargs are key=value pairs (reward=task size=12), got {pair!r}")
+            try:
+                out[key.strip()] = json.loads(raw)
+            except ValueError:
+                out[key.strip()] = raw
     return out
+
+
+class EnvKwargsAction(argparse.Action):
+    """`--env-kwargs KEY=VALUE ...` for argparse: one or more tokens read by `parse_env_kwargs` into
+    a dict; a bad token is argparse's one-line error (exit 2)."""
+
+    def __init__(self, option_strings, dest, nargs="+", default=None, metavar="KEY=VALUE", help=ENV_KWARGS_HELP,
+                 **kwargs):
+        super().__init__(option_strings, dest, nargs=nargs, default={} if default is None else default,
+                         metavar=metavar, help=help, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            setattr(namespace, self.dest, parse_env_kwargs(values))
+        except ValueError as error:
+            raise argparse.ArgumentError(self, str(error)) from None

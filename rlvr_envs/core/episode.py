@@ -46,6 +46,15 @@ def check_mode(mode: str) -> str:
     return mode
 
 
+def refuse_mode(mode: str | None, env: str, action: str) -> None:
+    """The plain envs (learned simulators, the web agent env) have one action space: `mode=`
+    is the next-state prediction ids' argument, so it is refused in one line that says why,
+    rather than as an `__init__` TypeError (SB3 users pass `mode="token"` to every id)."""
+    if mode is not None:
+        raise ValueError(f"{env} takes no mode= (its action is {action}); mode={MODES} belongs to the "
+                         f"next-state prediction ids")
+
+
 def out_of_vocabulary(task: Task, tokens: list[int]) -> int | None:
     """The first token id outside [0, vocab_size), exactly as given, or None."""
     if tokens and (min(tokens) < 0 or max(tokens) >= task.vocab_size):  # two C loops in the common case

@@ -11,15 +11,16 @@ from rlvr_envs.core.task import Task
 from rlvr_envs.core.util import import_string
 
 
-def build_task(task: str | type[Task], **kwargs: Any) -> Task:
+def build_task(task: str | type[Task], env_id: str | None = None, **kwargs: Any) -> Task:
     """Instantiate `task` ("module:Class" or the class) from its `Config` dataclass.
 
     Unknown keyword arguments fail here, naming the allowed ones, so a typo in
     `gym.make(..., data_dri=...)` is caught at once instead of being silently ignored.
+    `env_id` is the id the user asked for: a missing extra names it, not the internal class.
     """
     if isinstance(task, str):
         domain = task.split(".")[1] if task.startswith("rlvr_envs.") else task
-        with needs_extra(f"{task} (the {domain} ids)"):
+        with needs_extra(env_id or f"{task} (the {domain} ids)"):
             cls = import_string(task)
     else:
         cls = task
@@ -44,17 +45,19 @@ def _cached_task(cls: type[Task], config: Any) -> Task:
     return cls(config)
 
 
-def make_env(task: str | type[Task], mode: str = "sequence", render_mode: str | None = None, **kwargs: Any):
-    """`gym.make` entry point: one `NextStatePredictionEnv` over a freshly built task."""
+def make_env(task: str | type[Task], mode: str = "sequence", render_mode: str | None = None,
+             env_id: str | None = None, **kwargs: Any):
+    """`gym.make` entry point: one `NextStatePredictionEnv` over a freshly built task (the
+    registry passes `env_id`, which gymnasium does not, so errors can name the id)."""
     from rlvr_envs.core.env import NextStatePredictionEnv
 
-    return NextStatePredictionEnv(build_task(task, **kwargs), mode=mode, render_mode=render_mode)
+    return NextStatePredictionEnv(build_task(task, env_id, **kwargs), mode=mode, render_mode=render_mode)
 
 
 def make_vector_env(task: str | type[Task], num_envs: int = 1, mode: str = "sequence",
-                    render_mode: str | None = None, **kwargs: Any):
+                    render_mode: str | None = None, env_id: str | None = None, **kwargs: Any):
     """`gym.make_vec` entry point: the natively batched vector env over one shared task."""
     from rlvr_envs.core.vector import BatchedNextStatePredictionVectorEnv
 
-    return BatchedNextStatePredictionVectorEnv(build_task(task, **kwargs), num_envs=num_envs, mode=mode,
+    return BatchedNextStatePredictionVectorEnv(build_task(task, env_id, **kwargs), num_envs=num_envs, mode=mode,
                                                render_mode=render_mode)

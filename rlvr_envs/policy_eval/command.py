@@ -46,8 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="success at any step of a rollout or at its final frame")
     parser.add_argument("--success-coverage", type=open_fraction, default=0.8,
                         help="success = goal coverage above this, in both simulators (gym-pusht's own bar is 0.95, "
-                             "which the frame judge cannot read reliably at 64x64; at 0.8 it agrees with the env on "
-                             "99.6%% of held-out frames: benchmarks/results/pusht_success_judge.md)")
+                             "which the frame judge cannot read reliably at 64x64; its precision and recall of "
+                             "success by bar: benchmarks/results/pusht_success_judge.md)")
     parser.add_argument("--temperature", type=real_at_least(0.0), default=0.0,
                         help="world-model sampling temperature (0: greedy)")
     parser.add_argument("--seed", type=at_least(0), default=0, help="seed of the starts and the policies")

@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 
 from rlvr_envs.core.actions import real_array
+from rlvr_envs.core.episode import refuse_mode
 from rlvr_envs.simulators.actions import ActionCounts, action_space, as_chunk_batch, sanitize_chunk
 from rlvr_envs.video.pusht.physics import ARENA_SIZE, SUCCESS_COVERAGE
 
@@ -111,6 +112,7 @@ class LearnedPushTSim(gym.Env):
     one) or object; `history` 3, `frame_skip` 5 (must match the model);
     `temperature` (0 = greedy, the default: deterministic), `top_k`; `batch_size` for
     `rollout`; `max_steps`; `invalid_actions`; `reward`; `render_mode` "rgb_array".
+    `mode=` is refused (ValueError): it belongs to the next-state prediction ids.
     A model whose vocabulary, positions or card do not match fails at construction naming
     both the model and the tokenizer.
 
@@ -123,7 +125,8 @@ class LearnedPushTSim(gym.Env):
     def __init__(self, model: Any = None, tokenizer: Any = None, *, history: int = 3, frame_skip: int = 5,
                  temperature: float = 0.0, top_k: int | None = None, batch_size: int = 64, max_steps: int = 60,
                  invalid_actions: str = "clip", reward: str = "judge", render_mode: str | None = None,
-                 device: str = "cpu"):
+                 device: str = "cpu", mode: str | None = None):
+        refuse_mode(mode, "a PushT learned simulator", "a chunk of agent target positions")
         from rlvr_envs.video.frame_tokenizer import FrameTokenizer
         from rlvr_envs.video.layout import SingleStepLayout, VideoVocabulary
         from rlvr_envs.video.sources import pusht_action_bins

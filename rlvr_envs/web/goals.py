@@ -42,6 +42,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium import spaces
 
+from rlvr_envs.core.episode import refuse_mode
 from rlvr_envs.core.util import as_tuple, index_rng, split_stream
 from rlvr_envs.web import mini_web
 from rlvr_envs.web.mini_web import CHARSET, MAX_ACTION_CHARS, SITES, ActionError, Browser, MiniWebConfig, SiteState
@@ -389,6 +390,7 @@ class MiniWebGoalEnv(gym.Env):
     obs, reward, terminated, truncated, info = env.step("scroll [down]")
     ```
     See `MiniWebGoalConfig`. `render_mode="ansi"` renders the goal, the page and the last action.
+    `mode=` is refused (ValueError): it belongs to the next-state prediction ids.
 
     ## Version History
     * v0: initial release.
@@ -396,7 +398,8 @@ class MiniWebGoalEnv(gym.Env):
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
-    def __init__(self, render_mode: str | None = None, **kwargs: Any):
+    def __init__(self, render_mode: str | None = None, mode: str | None = None, **kwargs: Any):
+        refuse_mode(mode, "RLVRWorld/MiniWeb-Goal-v0 (a web agent env)", "one WebArena action string")
         self.config = MiniWebGoalConfig(**kwargs)
         self.config.validate()
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:

@@ -22,8 +22,8 @@ How the pose is found:
 
 Accuracy is limited by the frame size (one pixel of a 64x64 frame is 8 arena pixels; the
 success threshold needs ~2 px and ~1 degree), so frames near the 0.95 threshold are where
-the judge can disagree with the env; `benchmarks/pusht_success_judge.py` measures the
-agreement on held-out real frames.
+the judge can disagree with the env; `benchmarks/pusht_success_judge.py` measures its pose
+error and the precision and recall of its success at several bars on held-out real frames.
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def estimate_pose(frame: np.ndarray, min_pixels: float = 4.0) -> tuple[np.ndarra
 def judge_frame(frame: np.ndarray, success_coverage: float = SUCCESS_COVERAGE) -> JudgeResult:
     """Pose, coverage and success (coverage > `success_coverage`, gym-pusht's 0.95 by default)
     of the block seen in `frame`. At 64x64 a lower bar (0.8) is the one the judge reads
-    reliably (benchmarks/results/pusht_success_judge.md, agreement by threshold)."""
+    reliably (benchmarks/results/pusht_success_judge.md, precision and recall by bar)."""
     pose, error = estimate_pose(frame)
     if pose is None:
         return JudgeResult(False, np.full(3, np.nan), 0.0, False, error)
