@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rlvr_envs.video.evaluation import METRICS
+from rlvr_envs.video.evaluation import METRICS, OBJECT_METRICS
 
 
 def copy_last_frame_responses(task, indices: Sequence[int]) -> list[np.ndarray]:
@@ -42,9 +42,11 @@ def copy_last_frame_pixels(task, indices: Sequence[int], psnr_cap: float | None 
 
 def score_baselines(task, indices: Sequence[int]) -> dict[str, dict[str, np.ndarray]]:
     """Per-transition metrics of the reference points every claim needs: copying the last
-    history frame (as tokens, decoded) and the tokenizer's ceiling (the gold codes)."""
+    history frame (as tokens, decoded) and the tokenizer's ceiling (the gold codes), with the
+    judge's object errors when the task reports them."""
     indices = [int(i) for i in indices]
     rows = {"copy_last_frame_tokens": task.verify(indices, copy_last_frame_responses(task, indices)),
             "tokenizer_ceiling": task.verify(indices, [task.target_ids(i) for i in indices])}
-    return {name: {key: np.asarray([r.metrics.get(key, np.nan) for r in results]) for key in METRICS}
+    reported = METRICS + tuple(key for key in OBJECT_METRICS if key in rows["tokenizer_ceiling"][0].metrics)
+    return {name: {key: np.asarray([r.metrics.get(key, np.nan) for r in results]) for key in reported}
             | {"reward": np.asarray([r.reward for r in results])} for name, results in rows.items()}

@@ -57,3 +57,27 @@ def test_demo_rejects_an_unknown_domain_or_reward():
         Args(domain="text", text_reward="f1").resolved()
     with pytest.raises(TypeError):  # the planning stage is gone, with its argument
         Args(plan_episodes=4)
+
+
+def _results(mae_change: float, mae_p: float, block: float, angle: float, object_p: float) -> dict:
+    """A demo results dict with the paired figures the verdict reads (sampled mode)."""
+    def test(mean, p):
+        return {"mean": mean, "stderr": 0.0, "t": 0.0, "p": p, "n": 96}
+
+    sampled = {"mae_change_percent": mae_change,
+               "vs_base": {"mae": test(mae_change, mae_p), "block_error": test(block, object_p),
+                           "angle_error": test(angle, object_p)}}
+    return {"models": {"rlvr": {"sampled": sampled}}}
+
+
+def test_the_verdict_calls_it_a_better_world_model_only_when_the_object_does_not_get_worse():
+    from trainers.demo import verdict
+
+    # pixels improve beyond noise while the judge reads the T-block further off: not a better world model
+    worse = verdict(_results(-18.0, 1e-12, block=0.02, angle=0.01, object_p=1e-4))
+    assert "got worse" in worse and "not a better world model" in worse and "+14.5 px" in worse
+    assert "+1.8 deg" in worse
+    better = verdict(_results(-18.0, 1e-12, block=-0.01, angle=0.0, object_p=0.3))
+    assert "did not grow beyond noise" in better and "a better world model by the pixels and by the object" in better
+    noise = verdict(_results(-1.0, 0.4, block=0.001, angle=0.0, object_p=0.6))  # neither moved beyond noise
+    assert "better world model" not in noise and "not clearly beyond sampling noise" in noise

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from rlvr_envs.core.files import strict_json
+from rlvr_envs.video.pusht.physics import ARENA_SIZE
 from trainers.common import command_line, grpo_run, machine_line, parse_dataclass_args, reward_figure
 
 ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
@@ -139,30 +140,73 @@ def load_note(run: dict) -> str:
     return f"; the machine was busy (load {load.get('before')} before, {load.get('after')} after), so times are long"
 
 
+#: the judge's object errors as the report shows them: (key, column, scale to the unit shown)
+OBJECT_COLUMNS = (("block_error", "block error (px)", ARENA_SIZE * math.sqrt(2.0)),
+                  ("angle_error", "angle error (deg)", 180.0))
+#: a paired object-error increase with p below this counts as the object getting worse
+OBJECT_WORSE_P = 0.05
+
+
+def object_change(sampled: dict) -> tuple[bool, str]:
+    """Whether the T-block, as the judge reads it from predicted vs real frames, got worse (a
+    paired increase of its position or angle error beyond noise), and a clause that says how."""
+    parts, worse = [], False
+    for key, column, scale in OBJECT_COLUMNS:
+        test = sampled["vs_base"].get(key)
+        if test is None:
+            continue
+        grew = test["mean"] > 0 and test["p"] < OBJECT_WORSE_P
+        worse |= grew
+        parts.append(f"{column.split(' (')[0]} {test['mean'] * scale:+.1f} {column.split('(')[1][:-1]} "
+                     f"(p={test['p']:.1e})")
+    return worse, ", ".join(parts)
+
+
 def verdict(results: dict) -> str:
-    """One sentence on what the numbers show: the paired MAE change, and whether it clears noise."""
+    """One sentence on what the numbers show: the paired MAE change, whether it clears noise, and
+    whether the object the frames show got better or worse (a lower pixel MAE can come from
+    drawing the block fainter or smaller: "a better world model" needs both)."""
     sampled = results["models"]["rlvr"]["sampled"]
     test = sampled["vs_base"]["mae"]
     direction = "lower" if sampled["mae_change_percent"] < 0 else "higher"
     strength = "a paired difference well beyond sampling noise" if test["p"] < 0.01 else \
         "not clearly beyond sampling noise at this budget"
-    return (f"GRPO on -MAE moved the held-out sampled MAE {abs(sampled['mae_change_percent']):.1f}% {direction} than "
-            f"the MLE base (paired over the same transitions and seeds, p={test['p']:.1e}): {strength}.")
+    pixels = (f"GRPO on -MAE moved the held-out sampled MAE {abs(sampled['mae_change_percent']):.1f}% {direction} "
+              f"than the MLE base (paired over the same transitions and seeds, p={test['p']:.1e}): {strength}")
+    worse, how = object_change(sampled)
+    if not how:
+        return pixels + "."
+    if worse:
+        return (f"{pixels}; but the T-block, read by the judge from predicted and real frames, got worse ({how}): "
+                "the pixel change is not a better world model.")
+    better = direction == "lower" and test["p"] < 0.01
+    return (f"{pixels}; the T-block's errors did not grow beyond noise ({how})"
+            + (": a better world model by the pixels and by the object." if better else "."))
 
 
 def table(results: dict) -> str:
-    lines = ["| model | mode | MAE | MSE | PSNR | SSIM | repetition | MAE vs base (paired) |",
-             "|---|---|---|---|---|---|---|---|"]
+    objects = [(key, column, scale) for key, column, scale in OBJECT_COLUMNS
+               if key in results["models"]["mle_base"]["sampled"]]
+
+    def object_cells(values: dict) -> str:
+        return "".join(f" {values[key] * scale:.1f} |" for key, _, scale in objects)
+
+    lines = ["| model | mode | MAE | MSE | PSNR | SSIM | repetition |" + "".join(f" {c} |" for _, c, _ in objects)
+             + " MAE vs base (paired) |", "|---|---|---|---|---|---|---|" + "---|" * len(objects) + "---|"]
     for name, by_mode in results["models"].items():
         for mode, values in by_mode.items():
             change = values.get("mae_change_percent")
             test = values.get("vs_base", {}).get("mae")
             versus = "-" if change is None else f"{change:+.1f}% (p={test['p']:.1e})"
             lines.append(f"| {name} | {mode} | {values['mae']:.5f} | {values['mse']:.5f} | {values['psnr']:.2f} | "
-                         f"{values['ssim']:.4f} | {values['repetition']:.3f} | {versus} |")
+                         f"{values['ssim']:.4f} | {values['repetition']:.3f} |{object_cells(values)} {versus} |")
     for name, values in results["baselines"].items():
         lines.append(f"| {name} | - | {values['mae']:.5f} | {values['mse']:.5f} | {values['psnr']:.2f} | "
-                     f"{values['ssim']:.4f} | {values['repetition']:.3f} | |")
+                     f"{values['ssim']:.4f} | {values['repetition']:.3f} |{object_cells(values)} |")
+    if objects:
+        lines += ["", "Block errors are the judge's reading of the T-block in each predicted frame against its "
+                  "reading of the real frame (`rlvr_envs.video.pusht.judge`); a block the prediction does not "
+                  "show counts as the arena's diagonal and 180 degrees."]
     return "\n".join(lines)
 
 
@@ -170,7 +214,7 @@ def main(args: Args) -> dict:
     from baselines.video import score_baselines
     from rlvr_envs.core.records import RunRecord
     from rlvr_envs.registration import task_from_env_id
-    from rlvr_envs.video.evaluation import held_out_indices, paired_difference, summarize
+    from rlvr_envs.video.evaluation import OBJECT_METRICS, held_out_indices, paired_difference, summarize
     from rlvr_envs.video.task import shipped_world_model
     from rlvr_envs.video.world_model import load_world_model
     from trainers import grpo
@@ -189,7 +233,8 @@ def main(args: Args) -> dict:
     started = time.perf_counter()
     record = RunRecord("rlvr-world demo", threads=args.threads)
     print(f"[1/4] loading the shipped PushT tokenizer and MLE world model; held-out set for {ENV_ID}", flush=True)
-    task = task_from_env_id(ENV_ID, reward="mae", device=device)
+    # reward="pose" only adds the judge's object errors to each evaluation's metrics (GRPO trains on -MAE)
+    task = task_from_env_id(ENV_ID, reward="pose", device=device)
     base = shipped_world_model(task)
     indices = held_out_indices(len(task), args.eval_windows)
     print(f"[2/4] evaluating the MLE base on {len(indices)} held-out transitions x {args.eval_seeds} seeds", flush=True)
@@ -221,7 +266,7 @@ def main(args: Args) -> dict:
             if name != "mle_base":
                 reference = scores["mle_base"][mode]
                 summary["vs_base"] = {k: paired_difference(reference[k], values[k]).as_dict()
-                                      for k in ("mae", "mse", "psnr", "ssim")}
+                                      for k in ("mae", "mse", "psnr", "ssim", *OBJECT_METRICS) if k in values}
                 summary["mae_change_percent"] = 100 * (summary["mae"] / float(reference["mae"].mean()) - 1)
             results["models"][name][mode] = summary
     results.update(total_seconds=round(time.perf_counter() - started, 1), args=asdict(args),

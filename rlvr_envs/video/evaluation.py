@@ -14,6 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 
 METRICS = ("mae", "mse", "psnr", "ssim", "repetition")
+#: the judge's object errors (agent, block position, block angle; each scaled to [0, 1]), which a
+#: PushT task with reward="pose" reports beside the pixel metrics
+OBJECT_METRICS = ("agent_error", "block_error", "angle_error")
 #: the seed that picks held-out transitions, shared by every trainer and benchmark so their numbers pair
 HELD_OUT_SEED = 12345
 
@@ -83,7 +86,8 @@ def best_of_draws(draws: Sequence[dict[str, np.ndarray]], ns: Sequence[int]) -> 
 def score_world_model(model, task, indices: Sequence[int], seed: int = 0, temperature: float = 1.0,
                       top_k: int | None = None, batch: int = 32) -> dict[str, np.ndarray]:
     """Per-transition metrics of the model's responses (one sample each; `temperature=0` is
-    greedy). Sampling of batch b uses seed `seed + b`, so two models see the same seeds."""
+    greedy), with the object errors (`OBJECT_METRICS`) when the task reports them. Sampling of
+    batch b uses seed `seed + b`, so two models see the same seeds."""
     from rlvr_envs.video.world_model import generate_responses
 
     indices = [int(i) for i in indices]
@@ -99,6 +103,9 @@ def score_world_model(model, task, indices: Sequence[int], seed: int = 0, temper
             out["reward"].append(result.reward)
             for key in METRICS:
                 out[key].append(result.metrics.get(key, np.nan))
+            for key in OBJECT_METRICS:
+                if key in result.metrics:
+                    out.setdefault(key, []).append(result.metrics[key])
     model.train(was_training)
     return {key: np.asarray(values, dtype=np.float64) for key, values in out.items()}
 
