@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rlvr_envs.core.paths import ASSETS
+from rlvr_envs.core.records import note
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results"  #: read at call time, so tests can point it elsewhere
@@ -1077,6 +1078,23 @@ def _gpu_run(d: dict) -> str:
             + ". " + "; ".join(facts) + ".")
 
 
+def _world_model_speed(files: list[dict]) -> str:
+    """Issue 38's ratios on one machine: decoding eager vs static, training eager vs compiled."""
+    d = files[0]
+    dec, train = d["decoding"], d["training"]
+    engines, modes = dec["engines"], train["modes"]
+    rows = [[f"decode, {engine}", f"{row['tokens_per_second']:,.0f}",
+             f"{row['share_of_memory_floor']:.1%} of the memory floor"] for engine, row in engines.items()]
+    rows += [[f"train, {mode}", f"{row['tokens_per_second']:,.0f}", f"{row['mfu']:.1%} MFU"]
+             for mode, row in modes.items() if "mfu" in row]
+    compiled = f"; compiled / eager training {train['speedup']:.2f}x" if "speedup" in train else ""
+    return (f"**World-model speed** (`{d['run']['command']}`, {_shown(d['_file'])}; {note(d['run'])}): preset "
+            f"{dec['preset']}, decoding {dec['batch']} sequences after a {dec['prompt_tokens']}-token prompt, training "
+            f"{train['batch']} windows of {train['tokens_per_window']} tokens; static / eager decoding "
+            f"{dec['speedup']:.2f}x{compiled} (the H200 figures: the GPU check below).\n\n"
+            + _table(["path", "tokens/s", "against the ceiling measured in the run"], ["---", "---:", "---"], rows))
+
+
 def _gpu_check(files: list[dict]) -> str:
     """Issue 38: the H200 runs of the prepared GPU check, each against its own measured ceilings."""
     return ("**GPU check on one H200** (`python -m benchmarks.gpu_check --device cuda`; each run's exact command "
@@ -1259,6 +1277,8 @@ SECTIONS: tuple[Section, ...] = (
                        "--models sft_longer_shipped=DIR rlvr_g16_t1_step50_seed0=DIR ...",
                        "GRPO (task reward, 16 samples per prompt at temperature 1) from the shipped "
                        "longer-SFT model"),
+    Section("World-model speed", ("world_model_speed.json",), "python -m benchmarks.world_model_speed",
+            _world_model_speed),
     Section("GPU check on one H200", ("gpu_check/*/gpu_check.json",), "python -m benchmarks.gpu_check --device cuda",
             _gpu_check, pattern=True, shown="gpu_check/<run>/gpu_check.json"),
     Section("Learned-simulator step", ("learned_sim_step.json",), "python -m benchmarks.learned_sim_step",

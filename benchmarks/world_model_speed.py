@@ -41,12 +41,13 @@ class SpeedSizes:
     decode_batch: int = 64
     train_batch: int = 32  #: windows per step (one forward when it fits)
     train_steps: int = 12  #: timed steps per mode, after the first
+    decode_repeats: int = 2  #: timed generations per engine, after a warm-up (the best counts)
     matmul: int = 8192
     copy_mib: int = 2048
 
 
 TINY = SpeedSizes(preset="tiny", tokens_per_frame=16, history=2, decode_batch=2, train_batch=2, train_steps=2,
-                  matmul=256, copy_mib=16)
+                  decode_repeats=1, matmul=256, copy_mib=16)
 
 
 def _sync(device) -> None:
@@ -119,7 +120,7 @@ def decoding(device, precision, sizes: SpeedSizes, copy_rate: float) -> dict[str
             with precision.autocast():
                 responses[engine] = generate_responses(model, prompts, layout, temperature=1.0, top_k=100, seed=0,
                                                        engine=engine)
-        seconds = _timed(device, run)
+        seconds = _timed(device, run, repeats=sizes.decode_repeats)
         with precision.autocast():
             greedy = generate_responses(model, prompts[:2], layout, temperature=0.0, engine=engine)
         out["engines"][engine] = {"seconds": seconds, "tokens_per_second": generated / seconds,
