@@ -274,6 +274,8 @@ def check_model_dir(directory: str | os.PathLike, what: str, remedy: str = "") -
     directory = check_checkpoint_dir(directory, what, remedy)
     hint = f"; {remedy}" if remedy else ""
     config_path = directory / "config.json"
+    if not config_path.is_file() and (directory / "adapter_config.json").is_file():
+        return directory  # a PEFT adapter (whole, checked above): its base model is named inside it
     if not config_path.is_file():
         raise DataError(f"{directory}: {what} has no config.json (expected a directory written by "
                         f"`save_pretrained`){hint}")
