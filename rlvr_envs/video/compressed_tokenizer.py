@@ -35,8 +35,8 @@ from torch import nn
 
 from rlvr_envs.core.errors import DataError
 from rlvr_envs.core.files import check_sizes, load_checked_weights
-from rlvr_envs.video.frame_tokenizer import (FSQ, MAX_CODEBOOK, SIZE_BOUNDS, FrameTokenizer, FrameTokenizerConfig, _block,
-                                             read_tokenizer_config)
+from rlvr_envs.video.frame_tokenizer import (FSQ, MAX_CODEBOOK, SIZE_BOUNDS, FrameTokenizer, FrameTokenizerConfig,
+                                             _block, read_tokenizer_config)
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
