@@ -67,6 +67,7 @@ def cases(scratch: Path) -> dict[str, list[str]]:
         "episode --env-kwargs not JSON": [*cli, "episode", "--env-kwargs", "{reward: mae"],
         "episode --env-kwargs unknown key": [*cli, "episode", "--env-kwargs", "rewrd=task"],
         "episode --env-kwargs bad value": [*cli, "episode", "--env-kwargs", "reward=xyz"],
+        "episode --env-kwargs size=1000000000": [*cli, "episode", "--env-kwargs", "size=1000000000"],
         "list --data-dir a file": [*cli, "list", "--data-dir", a_file],
         "data pusht --workers 0": [*cli, "data", "pusht", "--workers", "0", "--out", out],
         "data pusht --workers -3": [*cli, "data", "pusht", "--workers", "-3", "--out", out],

@@ -96,7 +96,7 @@ def test_load_failures_name_the_problem(model, tmp_path):
     # a config whose shapes disagree with the weights (one more latent channel)
     wider = CompressedTokenizerConfig(**{**TINY.to_json(), "future_levels": (4, 3, 3)})
     (directory / "config.json").write_text(json.dumps(wider.to_json()))
-    with pytest.raises(DataError, match="wrong shapes"):
+    with pytest.raises(DataError, match="wrong shape"):
         CompressedTokenizer.load(directory)
     (directory / "config.json").write_text(json.dumps({**TINY.to_json(), "format": "rlvr-world-frame-tokenizer"}))
     with pytest.raises(DataError, match="not a compressed tokenizer config"):

@@ -104,9 +104,15 @@ CHECKPOINT_JSON = ("config.json", "card.json", "generation_config.json", "tokeni
                    "special_tokens_map.json", "adapter_config.json")
 
 
-def check_safetensors(path: str | os.PathLike, what: str, remedy: str = "") -> None:
+#: bytes per element of each safetensors dtype (others, e.g. packed 4-bit ones, are not size-checked)
+SAFETENSORS_ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I16": 2, "U16": 2,
+                        "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8}
+
+
+def check_safetensors(path: str | os.PathLike, what: str, remedy: str = "") -> dict[str, tuple[str, tuple[int, ...]]]:
     """Refuse a truncated, padded or hostile `.safetensors` file as `DataError` naming it, by its
-    header alone (8-byte length, JSON header, data offsets that must cover the file exactly)."""
+    header alone (8-byte length, JSON header, each tensor's shape and dtype filling its data offsets,
+    offsets that cover the file exactly); returns {tensor name: (dtype, shape)}, no weights read."""
     path = Path(path)
     hint = f"; {remedy}" if remedy else ""
     size = path.stat().st_size
@@ -119,14 +125,33 @@ def check_safetensors(path: str | os.PathLike, what: str, remedy: str = "") -> N
         header = loads_json(handle.read(length).decode("utf-8", "replace"), str(path), f"{what}'s header", remedy)
     if not isinstance(header, dict):
         raise DataError(f"{path}: {what}'s header is not a JSON object{hint}")
-    ends = [entry.get("data_offsets", [0, 0])[1] for key, entry in header.items()
-            if key != "__metadata__" and isinstance(entry, dict) and isinstance(entry.get("data_offsets"), list)
-            and len(entry["data_offsets"]) == 2]
-    expected = 8 + length + max((e for e in ends if isinstance(e, int)), default=0)
+    tensors, end = {}, 0
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        dtype, shape, offsets = (entry.get(k) for k in ("dtype", "shape", "data_offsets")) \
+            if isinstance(entry, dict) else (None, None, None)
+        if not (isinstance(dtype, str) and _whole_numbers(shape) and _whole_numbers(offsets) and len(offsets) == 2
+                and offsets[0] <= offsets[1]):
+            raise DataError(f"{path}: {what}'s header entry for tensor {name} is malformed (needs dtype, shape and "
+                            f"data_offsets [begin, end]), a damaged or hostile file{hint}")
+        span = offsets[1] - offsets[0]
+        if dtype in SAFETENSORS_ITEMSIZE and math.prod(shape) * SAFETENSORS_ITEMSIZE[dtype] != span:
+            raise DataError(f"{path}: {what}'s header says tensor {name} is {dtype} {list(shape)} "
+                            f"({math.prod(shape) * SAFETENSORS_ITEMSIZE[dtype]:,} bytes) but gives it {span:,} bytes, "
+                            f"a damaged or hostile header{hint}")
+        tensors[name], end = (dtype, tuple(shape)), max(end, offsets[1])
+    expected = 8 + length + end
     if expected != size:
         state = "cut short" if size < expected else "longer than its header says"
         raise DataError(f"{path}: {what} is {state} ({size:,} bytes, the header needs {expected:,}), e.g. an "
                         f"interrupted copy or download{hint}")
+    return tensors
+
+
+def _whole_numbers(values: Any) -> bool:
+    return isinstance(values, list) and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                                            for v in values)
 
 
 def check_checkpoint_dir(directory: str | os.PathLike, what: str, remedy: str = "") -> Path:
@@ -141,13 +166,183 @@ def check_checkpoint_dir(directory: str | os.PathLike, what: str, remedy: str = 
     return directory
 
 
+SHARD_INDEX = "model.safetensors.index.json"
+
+
+def checkpoint_tensors(directory: str | os.PathLike, what: str,
+                       remedy: str = "") -> dict[str, tuple[str, tuple[int, ...], Path]]:
+    """{tensor name: (dtype, shape, file)} of a directory's safetensors weights, read from the
+    headers only: the shards `model.safetensors.index.json` lists, else every `*.safetensors`
+    file ({} when there are none). A shard or tensor the index names but that is missing fails
+    as `DataError` naming the index."""
+    directory = Path(directory)
+    hint = f"; {remedy}" if remedy else ""
+    index_path = directory / SHARD_INDEX
+    if index_path.is_file():
+        index = read_json(index_path, f"{what}'s shard index", remedy)
+        weight_map = index.get("weight_map") if isinstance(index, dict) else None
+        if not (isinstance(weight_map, dict) and all(isinstance(v, str) for v in weight_map.values())):
+            raise DataError(f"{index_path}: {what}'s shard index has no weight_map of tensor name -> shard file{hint}")
+        files = [directory / name for name in sorted(set(weight_map.values()))]
+        for shard in files:
+            if Path(shard.name) != Path(str(shard.relative_to(directory))) or not shard.is_file():
+                raise DataError(f"{index_path}: {what}'s shard index lists {shard.name}, which is not a file in "
+                                f"{directory}{hint}")
+    else:
+        weight_map, files = None, sorted(directory.glob("*.safetensors"))
+    tensors = {}
+    for weights in files:
+        for name, (dtype, shape) in check_safetensors(weights, f"{what}'s weights file", remedy).items():
+            tensors[name] = (dtype, shape, weights)
+    for name, shard in (weight_map or {}).items():
+        if name not in tensors or tensors[name][2].name != shard:
+            raise DataError(f"{index_path}: {what}'s shard index puts tensor {name} in {shard}, whose header does "
+                            f"not hold it{hint}")
+    return tensors
+
+
+def check_tensor_shapes(expected: dict[str, tuple[int, ...]], tensors: dict[str, tuple[str, tuple[int, ...], Path]],
+                        config_path: str | os.PathLike, what: str, remedy: str = "", complete: bool = True) -> None:
+    """Refuse weights whose header disagrees with the model `config_path` describes, before
+    anything is built: a tensor of another shape (named, with its file), and when `complete`
+    a tensor missing from or foreign to the model."""
+    hint = f"; {remedy}" if remedy else ""
+    for name, shape in expected.items():
+        if name in tensors and tuple(tensors[name][1]) != tuple(shape):
+            raise DataError(f"{tensors[name][2]} does not match {config_path}: {what}'s tensor {name} has the wrong "
+                            f"shape {list(tensors[name][1])} (the config gives {list(shape)}){hint}")
+    if complete:
+        files = ", ".join(sorted({str(file) for _, _, file in tensors.values()})) or "the weights"
+        for names, state in ((sorted(set(expected) - set(tensors)), "lack"),
+                             (sorted(set(tensors) - set(expected)), "hold, foreign to the config,")):
+            if names:
+                more = f" (+{len(names) - 3} more)" if len(names) > 3 else ""
+                raise DataError(f"{files} does not match {config_path}: {what}'s weights {state} "
+                                f"{', '.join(names[:3])}{more}{hint}")
+
+
+def load_checked_weights(build: Callable[[], Any], weights_path: str | os.PathLike, config_path: str | os.PathLike,
+                         what: str, remedy: str = "") -> Any:
+    """The `torch.nn.Module` that `build()` makes, filled from the safetensors file `weights_path`,
+    whose header is first checked against the module built on the meta device (no memory): a
+    config that disagrees with its weights fails as `DataError` naming the tensor before anything
+    of the config's size is allocated."""
+    import torch
+    from safetensors.torch import load_file
+
+    weights_path = Path(weights_path)
+    if not weights_path.is_file():
+        raise FileNotFoundError(f"{weights_path} is missing (the weights of {config_path})")
+    tensors = {name: (dtype, shape, weights_path)
+               for name, (dtype, shape) in check_safetensors(weights_path, f"{what}'s weights file", remedy).items()}
+    with torch.device("meta"):
+        expected = {name: tuple(value.shape) for name, value in build().state_dict().items()}
+    check_tensor_shapes(expected, tensors, config_path, what, remedy)
+    module = build()
+    module.load_state_dict(load_file(str(weights_path)), strict=True)
+    return module
+
+
+def check_sizes(values: dict[str, Any], bounds: dict[str, int]) -> None:
+    """Each of `values`' fields that `bounds` names (a number, or a list of them; None is skipped)
+    must be a whole number from 1 to its bound, else ValueError naming the field: sizes read from
+    a file or an argument are checked before anything of that size is allocated."""
+    for name, bound in bounds.items():
+        value = values.get(name)
+        for item in (value if isinstance(value, (list, tuple)) else [value] if value is not None else []):
+            if isinstance(item, bool) or not isinstance(item, int) or not 1 <= item <= bound:
+                raise ValueError(f"{name} must hold whole numbers from 1 to {bound:,}, got {value!r}"
+                                 if isinstance(value, (list, tuple)) else
+                                 f"{name} must be a whole number from 1 to {bound:,}, got {value!r}")
+
+
+#: bounds on the sizes a transformers `config.json` may give, far above any model this project
+#: loads (the largest public LLMs: ~128 layers, hidden 16k, 256k vocabulary, 1M positions)
+MODEL_SIZE_BOUNDS = {"num_hidden_layers": 1024, "n_layer": 1024, "hidden_size": 65_536, "n_embd": 65_536,
+                     "intermediate_size": 262_144, "n_inner": 262_144, "num_attention_heads": 1024, "n_head": 1024,
+                     "num_key_value_heads": 1024, "head_dim": 8192, "vocab_size": 4_194_304,
+                     "max_position_embeddings": 16_777_216, "n_positions": 16_777_216}
+_LAYER = re.compile(r"(?:^|\.)(?:layers|h|blocks)\.(\d+)\.")
+
+
+def check_model_dir(directory: str | os.PathLike, what: str, remedy: str = "") -> Path:
+    """Check a transformers model directory before `from_pretrained` builds anything, in well under
+    a second and without reading weights: its files are whole (`check_checkpoint_dir`), config.json
+    is an object whose sizes are whole numbers within `MODEL_SIZE_BOUNDS`, weights exist, and their
+    headers (shards too) hold as many layers as the config and, for LLaMA-style tensor names, the
+    shapes the config implies. Each failure is one `DataError` naming the file and the field or tensor."""
+    directory = check_checkpoint_dir(directory, what, remedy)
+    hint = f"; {remedy}" if remedy else ""
+    config_path = directory / "config.json"
+    if not config_path.is_file() and (directory / "adapter_config.json").is_file():
+        return directory  # a PEFT adapter (whole, checked above): its base model is named inside it
+    if not config_path.is_file():
+        raise DataError(f"{directory}: {what} has no config.json (expected a directory written by "
+                        f"`save_pretrained`){hint}")
+    config = read_json(config_path, f"{what}'s config", remedy)
+    if not isinstance(config, dict):
+        raise DataError(f"{config_path}: {what}'s config is a JSON {type(config).__name__}, not an object{hint}")
+    for scope in [config, *(v for k, v in config.items() if k.endswith("_config") and isinstance(v, dict))]:
+        try:
+            check_sizes(scope, MODEL_SIZE_BOUNDS)
+        except ValueError as error:
+            raise DataError(f"{config_path}: {what}'s config: {error}{hint}") from None
+    tensors = checkpoint_tensors(directory, what, remedy)
+    if not tensors:
+        if any(directory.glob("pytorch_model*.bin")):  # torch pickles: sizes bounded above, the rest to transformers
+            return directory
+        raise DataError(f"{directory}: {what} has no weights (model.safetensors, or the shards "
+                        f"{SHARD_INDEX} lists){hint}")
+    layers = config.get("num_hidden_layers", config.get("n_layer"))
+    field = "num_hidden_layers" if "num_hidden_layers" in config else "n_layer"
+    counts: dict[str, set[int]] = {}
+    for name in tensors:
+        match = _LAYER.search(name)
+        if match:
+            counts.setdefault(name[:match.start(1)], set()).add(int(match.group(1)))
+    held = sorted({max(indices) + 1 for indices in counts.values()})
+    if isinstance(layers, int) and held and layers not in held:
+        files = sorted({str(f) for _, _, f in tensors.values()})
+        raise DataError(f"{config_path}: {what}'s config has {field} {layers:,}, but its weights "
+                        f"({', '.join(files)}) hold {' or '.join(map(str, held))} layers{hint}")
+    check_tensor_shapes(_llama_shapes(config, tensors), tensors, config_path, what, remedy, complete=False)
+    return directory
+
+
+def _llama_shapes(config: dict, tensors: dict) -> dict[str, tuple[int, ...]]:
+    """The shapes a LLaMA-style config (llama, mistral, qwen2, ...) gives the tensors of `tensors`
+    named as those models name them; other names are not predicted."""
+    hidden, vocab = config.get("hidden_size"), config.get("vocab_size")
+    heads, inner = config.get("num_attention_heads"), config.get("intermediate_size")
+    if not all(isinstance(v, int) for v in (hidden, vocab, heads)):
+        return {}
+    head_dim = config.get("head_dim") if isinstance(config.get("head_dim"), int) else hidden // heads
+    kv_heads = config.get("num_key_value_heads") if isinstance(config.get("num_key_value_heads"), int) else heads
+    suffixes = {"embed_tokens.weight": (vocab, hidden), "self_attn.q_proj.weight": (heads * head_dim, hidden),
+                "self_attn.k_proj.weight": (kv_heads * head_dim, hidden),
+                "self_attn.v_proj.weight": (kv_heads * head_dim, hidden),
+                "self_attn.o_proj.weight": (hidden, heads * head_dim), "input_layernorm.weight": (hidden,),
+                "post_attention_layernorm.weight": (hidden,)}
+    if isinstance(inner, int):
+        suffixes.update({"mlp.gate_proj.weight": (inner, hidden), "mlp.up_proj.weight": (inner, hidden),
+                         "mlp.down_proj.weight": (hidden, inner)})
+    expected = {}
+    for name in tensors:
+        if name in ("lm_head.weight", "model.norm.weight"):
+            expected[name] = (vocab, hidden) if name == "lm_head.weight" else (hidden,)
+        for suffix, shape in suffixes.items():
+            if name == suffix or name.endswith("." + suffix):
+                expected[name] = shape
+    return expected
+
+
 def check_model_source(spec: str | os.PathLike, what: str, remedy: str = "") -> None:
-    """Before `from_pretrained(spec)`: a local directory is checked whole (`check_checkpoint_dir`),
+    """Before `from_pretrained(spec)`: a local directory is checked whole (`check_model_dir`),
     a path that names nothing or a file is refused naming it; a hub name is left to the hub."""
     text = str(spec)
     path = Path(text).expanduser()
     if path.is_dir():
-        check_checkpoint_dir(path, what, remedy)
+        check_model_dir(path, what, remedy)
     elif path.exists():
         raise DataError(f"{text}: {what} must be a directory (as `save_pretrained` writes), not a file")
     elif text.startswith(("/", ".", "~")) or text.count("/") > 1:

@@ -14,7 +14,18 @@ from typing import Any
 import numpy as np
 
 from rlvr_envs.core.answer import AnswerError
+from rlvr_envs.core.files import check_sizes
 from rlvr_envs.core.types import RewardResult, Transition
+
+
+#: the most transitions a generated task (`size=`) builds; they are all built up front, measured at
+#: ~2 ms and 40-100 KB each (MiniWeb, MiniTextWorld on 2 CPU cores), so at most minutes and ~10 GB
+MAX_GENERATED_SIZE = 100_000
+
+
+def check_generated_size(size: Any) -> None:
+    """Refuse a generated task's `size=` outside [1, MAX_GENERATED_SIZE] before any is built."""
+    check_sizes({"size": size}, {"size": MAX_GENERATED_SIZE})
 
 
 class Task(abc.ABC):

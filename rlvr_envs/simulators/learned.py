@@ -131,7 +131,7 @@ class LearnedPushTSim(gym.Env):
         from rlvr_envs.video.layout import SingleStepLayout, VideoVocabulary
         from rlvr_envs.video.sources import pusht_action_bins
         from rlvr_envs.video.task import default_tokenizer_dir, shipped_world_model_dir
-        from rlvr_envs.core.files import check_checkpoint_dir, read_json
+        from rlvr_envs.core.files import check_model_dir, read_json
         from rlvr_envs.video.world_model import WORLD_MODEL_REMEDY, load_world_model
 
         if reward not in REWARDS:
@@ -163,7 +163,7 @@ class LearnedPushTSim(gym.Env):
             if not (directory / "config.json").is_file():
                 raise FileNotFoundError(f"no world model at {directory} (expected a save_pretrained directory with "
                                         "config.json)")
-            check_checkpoint_dir(directory, "the world model", WORLD_MODEL_REMEDY)  # config, card, weights whole
+            check_model_dir(directory, "the world model", WORLD_MODEL_REMEDY)  # files whole, sizes fit the weights
             card_path = directory / "card.json"
             card = read_json(card_path, "the world model's card") if card_path.is_file() else {}
             check_world_model_layout(read_json(directory / "config.json", "the world model's config"), card,

@@ -16,7 +16,7 @@ from typing import Any
 
 from rlvr_envs.core.answer import parse_json_object
 from rlvr_envs.core.errors import DataError
-from rlvr_envs.core.task import TextTask
+from rlvr_envs.core.task import TextTask, check_generated_size
 from rlvr_envs.core.types import RewardResult, Transition
 from rlvr_envs.core.util import as_tuple, split_stream
 from rlvr_envs.text_game import bytesized32
@@ -237,8 +237,8 @@ class MiniTextWorldTaskConfig:
             raise ValueError(f"difficulty must be one of {list(simulator.DIFFICULTIES)}, got {self.difficulty!r}")
         if self.reward not in REWARDS:
             raise ValueError(f"reward must be one of {REWARDS}, got {self.reward!r}")
-        if self.size is not None and self.size < 1:
-            raise ValueError(f"size must be positive, got {self.size}")
+        if self.size is not None:
+            check_generated_size(self.size)
         self.generator_config().validate()
 
     def generator_config(self) -> simulator.MiniTextWorldConfig:

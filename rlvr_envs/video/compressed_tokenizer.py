@@ -34,7 +34,9 @@ import torch
 from torch import nn
 
 from rlvr_envs.core.errors import DataError
-from rlvr_envs.video.frame_tokenizer import FSQ, FrameTokenizer, FrameTokenizerConfig, _block
+from rlvr_envs.core.files import check_sizes, load_checked_weights
+from rlvr_envs.video.frame_tokenizer import (FSQ, MAX_CODEBOOK, SIZE_BOUNDS, FrameTokenizer, FrameTokenizerConfig,
+                                             _block, read_tokenizer_config)
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -68,7 +70,13 @@ class CompressedTokenizerConfig:
     def validate(self) -> "CompressedTokenizerConfig":
         if self.format != FORMAT_NAME:
             raise ValueError(f"not a compressed tokenizer config (format {self.format!r})")
+        check_sizes(asdict(self), {"resolution": SIZE_BOUNDS["resolution"],
+                                   **{f"{branch}_{name}": SIZE_BOUNDS[name] for branch in ("context", "future")
+                                      for name in ("downsample", "channels", "levels")}})
         self.context_config.validate()
+        if self.future_codebook_size > MAX_CODEBOOK:
+            raise ValueError(f"future_levels {self.future_levels} give {self.future_codebook_size:,} codes, more "
+                             f"than {MAX_CODEBOOK:,}")
         halvings = int(math.log2(self.future_downsample))
         if 2 ** halvings != self.future_downsample or len(self.future_channels) != halvings:
             raise ValueError(f"future_downsample {self.future_downsample} needs one channel width per halving, "
@@ -337,40 +345,15 @@ class CompressedTokenizer(nn.Module):
              expect: CompressedTokenizerConfig | None = None) -> "CompressedTokenizer":
         """A saved tokenizer. Fails naming the file when it is missing, when the config is not a
         compressed tokenizer's (or differs from `expect`), or when the weights do not fit it."""
-        from safetensors.torch import load_file
-
         directory = Path(directory)
-        config_path, weights_path = directory / CONFIG_NAME, directory / WEIGHTS_NAME
-        try:
-            raw = json.loads(config_path.read_text(encoding="utf-8"))
-            if not isinstance(raw, dict):
-                raise TypeError(f"expected a JSON object, found {type(raw).__name__}")
-            config = CompressedTokenizerConfig(**raw).validate()
-        except FileNotFoundError:
-            raise FileNotFoundError(f"no compressed tokenizer at {directory} (expected {CONFIG_NAME})") from None
-        except (json.JSONDecodeError, TypeError, ValueError) as exc:
-            raise DataError(f"{config_path}: not a compressed tokenizer config ({exc})") from None
+        config_path = directory / CONFIG_NAME
+        config = read_tokenizer_config(config_path, CompressedTokenizerConfig, "compressed tokenizer", drop=())
         if expect is not None and config != expect.validate():
             diff = {k: (v, getattr(expect, k)) for k, v in asdict(config).items() if v != getattr(expect, k)}
             raise DataError(f"{config_path} does not match the expected tokenizer config: "
                             + "; ".join(f"{k} is {got}, expected {want}" for k, (got, want) in diff.items()))
-        model = cls(config)
-        try:
-            state = load_file(str(weights_path))
-        except FileNotFoundError:
-            raise FileNotFoundError(f"{weights_path} is missing (the weights of {config_path})") from None
-        except Exception as exc:  # safetensors raises its own error types on corrupt files
-            raise DataError(f"{weights_path}: unreadable weights ({exc})") from None
-        own = model.state_dict()
-        missing, unexpected = sorted(set(own) - set(state)), sorted(set(state) - set(own))
-        wrong = [f"{k} {tuple(state[k].shape)} (config wants {tuple(own[k].shape)})"
-                 for k in own if k in state and state[k].shape != own[k].shape]
-        if missing or unexpected or wrong:
-            parts = ([f"missing {', '.join(missing[:3])}"] if missing else []) \
-                + ([f"unexpected {', '.join(unexpected[:3])}"] if unexpected else []) \
-                + ([f"wrong shapes: {', '.join(wrong[:3])}"] if wrong else [])
-            raise DataError(f"{weights_path} does not match {config_path}: " + "; ".join(parts))
-        model.load_state_dict(state, strict=True)
+        model = load_checked_weights(lambda: cls(config), directory / WEIGHTS_NAME, config_path,
+                                     "the compressed tokenizer")
         return model.to(device).eval()
 
     @staticmethod

@@ -29,10 +29,15 @@ import torch
 from torch import nn
 
 from rlvr_envs.core.errors import DataError
+from rlvr_envs.core.files import check_sizes, load_checked_weights, read_json
 
 CONFIG_NAME = "config.json"
 WEIGHTS_NAME = "model.safetensors"
 FORMAT_NAME = "rlvr-world-frame-tokenizer"
+#: bounds on a tokenizer config's sizes, far above the shipped ones (64x64 frames; RT-1's 256x320),
+#: checked before anything is built (a 100,000-pixel side would ask for a 120 GB background image)
+SIZE_BOUNDS = {"resolution": 4096, "downsample": 1024, "channels": 4096, "levels": 1024}
+MAX_CODEBOOK = 2**20  #: codes per token at most (the paper's tokenizer: 4,375)
 
 
 class FSQ(nn.Module):
@@ -102,6 +107,9 @@ class FrameTokenizerConfig:
     def validate(self) -> "FrameTokenizerConfig":
         if self.format != FORMAT_NAME:
             raise ValueError(f"not a frame tokenizer config (format {self.format!r})")
+        check_sizes(asdict(self), SIZE_BOUNDS)
+        if self.codebook_size > MAX_CODEBOOK:
+            raise ValueError(f"levels {self.levels} give {self.codebook_size:,} codes, more than {MAX_CODEBOOK:,}")
         halvings = int(math.log2(self.downsample))
         if 2 ** halvings != self.downsample or len(self.channels) != halvings:
             raise ValueError(f"downsample {self.downsample} needs one channel width per halving, got {self.channels}")
@@ -120,6 +128,20 @@ class FrameTokenizerConfig:
     @property
     def codebook_size(self) -> int:
         return math.prod(self.levels)
+
+
+def read_tokenizer_config(path: Path, config_class: type, kind: str, *, drop: tuple[str, ...] = ("card",)) -> Any:
+    """`config_class(**config.json).validate()`, failing as FileNotFoundError when the file is
+    missing and as `DataError` naming it (and the field) when it is not a `kind` config."""
+    if not path.is_file():
+        raise FileNotFoundError(f"no {kind} at {path.parent} (expected {path.name})")
+    raw = read_json(path, f"the {kind}'s config")
+    try:
+        if not isinstance(raw, dict):
+            raise TypeError(f"expected a JSON object, found {type(raw).__name__}")
+        return config_class(**{k: v for k, v in raw.items() if k not in drop}).validate()
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"{path}: not a {kind} config ({exc})") from None
 
 
 #: named tokenizer shapes (`python -m trainers.train_frame_tokenizer --preset NAME`):
@@ -233,30 +255,12 @@ class FrameTokenizer(nn.Module):
 
     @classmethod
     def load(cls, directory: str | Path, device: str | torch.device = "cpu") -> "FrameTokenizer":
-        """A saved tokenizer; fails naming the file when config and weights disagree."""
-        from safetensors.torch import load_file
-
+        """A saved tokenizer; fails naming the file (and field or tensor) when the config is malformed,
+        out of bounds or disagrees with the weights, before anything of its size is built."""
         directory = Path(directory)
-        config_path, weights_path = directory / CONFIG_NAME, directory / WEIGHTS_NAME
-        try:
-            raw = json.loads(config_path.read_text(encoding="utf-8"))
-            raw.pop("card", None)
-            config = FrameTokenizerConfig(**raw).validate()
-        except FileNotFoundError:
-            raise FileNotFoundError(f"no frame tokenizer at {directory} (expected {CONFIG_NAME})") from None
-        except (json.JSONDecodeError, TypeError, ValueError) as exc:
-            raise DataError(f"{config_path}: not a frame tokenizer config ({exc})") from None
-        model = cls(config)
-        try:
-            state = load_file(str(weights_path))
-        except FileNotFoundError:
-            raise FileNotFoundError(f"{weights_path} is missing (the weights of {config_path})") from None
-        except Exception as exc:  # safetensors raises its own error types on corrupt files
-            raise DataError(f"{weights_path}: unreadable weights ({exc})") from None
-        try:
-            model.load_state_dict(state, strict=True)
-        except RuntimeError as exc:
-            raise DataError(f"{weights_path} does not match {config_path}: {str(exc).splitlines()[0]}") from None
+        config = read_tokenizer_config(directory / CONFIG_NAME, FrameTokenizerConfig, "frame tokenizer")
+        model = load_checked_weights(lambda: cls(config), directory / WEIGHTS_NAME, directory / CONFIG_NAME,
+                                     "the frame tokenizer")
         return model.to(device).eval()
 
     @staticmethod

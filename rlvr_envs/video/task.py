@@ -651,16 +651,18 @@ def shipped_world_model_dir(layout: str) -> Path:
 
 def check_world_model_dir(directory: str | Path, task: "VideoPredictionTask") -> None:
     """Fail, naming the checkpoint and the tokenizer, when the world model at `directory`
-    (its `config.json` only; no weights are read) cannot serve `task`: another vocabulary
-    (size or bos/eos/pad ids) or too few positions for prompt + response."""
+    (its `config.json` and weights' headers; no weights are read) is damaged or out of bounds
+    (`check_model_dir`) or cannot serve `task`: another vocabulary (size or bos/eos/pad ids)
+    or too few positions for prompt + response."""
     from rlvr_envs.core.errors import DataError
-    from rlvr_envs.core.files import read_json
+    from rlvr_envs.core.files import check_model_dir, read_json
     from rlvr_envs.video.world_model import WORLD_MODEL_REMEDY
 
     path = Path(directory) / "config.json"
     if not path.is_file():
         raise FileNotFoundError(f"no world model at {directory} (expected a save_pretrained directory with "
                                 f"config.json): pass model= {MODEL_HINT}")
+    check_model_dir(directory, "the world model", WORLD_MODEL_REMEDY)
     raw = read_json(path, "the world model's config", WORLD_MODEL_REMEDY)
     if not isinstance(raw, dict) or "vocab_size" not in raw:
         raise DataError(f"{path}: not a world model config (no vocab_size); {WORLD_MODEL_REMEDY}")

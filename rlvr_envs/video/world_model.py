@@ -212,11 +212,11 @@ def load_world_model(directory: str, vocab: VideoVocabulary | None = None, devic
 
     from transformers import LlamaForCausalLM
 
-    from rlvr_envs.core.files import check_checkpoint_dir, read_json
+    from rlvr_envs.core.files import check_model_dir, read_json
 
     if not (Path(directory) / "config.json").is_file():
         raise FileNotFoundError(f"no world model at {directory} (expected a save_pretrained directory)")
-    check_checkpoint_dir(directory, "the world model", WORLD_MODEL_REMEDY)
+    check_model_dir(directory, "the world model", WORLD_MODEL_REMEDY)  # sizes and weights' headers, nothing built
     model = LlamaForCausalLM.from_pretrained(directory, torch_dtype=torch.float32).to(device).eval()
     if vocab is not None:
         check_world_model_config(model.config, vocab, model_name=f"the world model at {directory}")

@@ -153,9 +153,9 @@ class LanguageWorldModel:
                 import torch  # noqa: F401  (transformers models need it)
                 from transformers import AutoModelForCausalLM
 
-            from rlvr_envs.core.files import check_checkpoint_dir
+            from rlvr_envs.core.files import check_model_dir
 
-            check_checkpoint_dir(path, "the web world model", "copy it again, or retrain it (`python -m trainers.sft`)")
+            check_model_dir(path, "the web world model", "copy it again, or retrain it (`python -m trainers.sft`)")
             model = AutoModelForCausalLM.from_pretrained(str(path))
             self.name = str(path)
         else:

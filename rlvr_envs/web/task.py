@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlvr_envs.core.task import TextTask
+from rlvr_envs.core.task import TextTask, check_generated_size
 from rlvr_envs.core.types import RewardResult, Transition
 from rlvr_envs.core.util import as_tuple
 from rlvr_envs.web import mini_web, wma
@@ -296,8 +296,7 @@ class MiniWebTaskConfig:
     def validate(self) -> None:
         if self.split not in ("train", "test"):
             raise ValueError(f"split must be 'train' or 'test', got {self.split!r}")
-        if self.size < 1:
-            raise ValueError(f"size must be positive, got {self.size}")
+        check_generated_size(self.size)
         if self.reward not in REWARDS:
             raise ValueError(f"reward must be one of {sorted(REWARDS)}, got {self.reward!r}")
         prompt_template(self.prompt)
