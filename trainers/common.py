@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -154,7 +155,8 @@ def dataclass_from_namespace(cls: type, namespace: argparse.Namespace) -> Any:
 
 def validated(parser: argparse.ArgumentParser, args: Any) -> Any:
     """`args.validate()` (when the dataclass has one) before any work; a bad value ends as
-    argparse's one-line `error:` with exit code 2, never a traceback."""
+    argparse's one-line `error:` with exit code 2, a broken data file or model folder
+    (`DataError`) as one line with exit code 1, never a traceback."""
     from rlvr_envs.core.arguments import output_dir
     from rlvr_envs.core.errors import DataError
 
@@ -167,7 +169,10 @@ def validated(parser: argparse.ArgumentParser, args: Any) -> Any:
     if hasattr(args, "validate"):
         try:
             args.validate()
-        except (ValueError, TypeError, FileNotFoundError, DataError) as error:
+        except DataError as error:  # a broken data file or model folder: one line, exit 1 (README's rule)
+            print(f"{parser.prog}: error: {str(error).splitlines()[0]}", file=sys.stderr)
+            sys.exit(1)
+        except (ValueError, TypeError, FileNotFoundError) as error:
             parser.error(str(error).splitlines()[0] if str(error) else type(error).__name__)
     return args
 
