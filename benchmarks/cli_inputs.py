@@ -56,7 +56,7 @@ def cases(scratch: Path) -> dict[str, list[str]]:
         "policy-eval --data a file": [*cli, "policy-eval", "--data", a_file, "--out", out],
         "demo --threads -1": [*cli, "demo", "--threads", "-1", "--out", out],
         "demo --grpo-minutes -1": [*cli, "demo", "--grpo-minutes", "-1", "--out", out],
-        "demo --grpo-steps 0": [*cli, "demo", "--grpo-steps", "0", "--out", out],
+        "demo --grpo-steps -1": [*cli, "demo", "--grpo-steps", "-1", "--out", out],
         "demo --domain video": [*cli, "demo", "--domain", "video", "--out", out],
         "demo --out an existing file": [*cli, "demo", "--out", a_file],
         "episode on a learned simulator": [*cli, "episode", "RLVRWorld/PushT-LearnedSim-v0"],

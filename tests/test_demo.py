@@ -81,3 +81,20 @@ def test_the_verdict_calls_it_a_better_world_model_only_when_the_object_does_not
     assert "did not grow beyond noise" in better and "a better world model by the pixels and by the object" in better
     noise = verdict(_results(-1.0, 0.4, block=0.001, angle=0.0, object_p=0.6))  # neither moved beyond noise
     assert "better world model" not in noise and "not clearly beyond sampling noise" in noise
+
+
+def test_an_uncapped_demo_reports_the_steps_it_did_and_no_shortfall():
+    """--grpo-steps 0 (the default) asks for the minutes only: the report states the steps and their
+    time on this machine, and there is no 'stopped short' sentence to blame the machine with."""
+    from types import SimpleNamespace
+
+    from trainers.common import grpo_run, step_line
+    from trainers.demo import UNCAPPED_STEPS, Args
+
+    assert Args().step_cap == UNCAPPED_STEPS and Args(grpo_steps=40).step_cap == 40
+    record = SimpleNamespace(finish=lambda: {"cpu_share": 0.3, "threads": 2, "load": {"busy": True}})
+    assert grpo_run(record, Args(), 109)[1] is None
+    assert "stopped at its time limit after 109 of 300" in grpo_run(record, Args(grpo_steps=300), 109)[1]
+    assert step_line(109, 420.0) == "109 GRPO steps in 7.0 min, 3.9 s a step on this machine"
+    with pytest.raises(ValueError, match="grpo_steps must be >= 0"):
+        Args(grpo_steps=-1).validate()

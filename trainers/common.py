@@ -237,14 +237,19 @@ def lora_config(r: int, alpha: int):
 
 def grpo_run(record: Any, args: Any, steps: int) -> tuple[dict, str | None]:
     """A demo's GRPO phase: its run record finished, and (when the time limit cut it short of
-    `args.grpo_steps`) the sentence saying so, printed as well."""
+    the `args.grpo_steps` asked for; 0 asks only for the minutes) the sentence saying so, printed as well."""
     from rlvr_envs.core.records import shortfall_note
 
     run = record.finish()
-    shortfall = shortfall_note("GRPO", args.grpo_steps, steps, run)
+    shortfall = shortfall_note("GRPO", args.grpo_steps, steps, run) if args.grpo_steps else None
     if shortfall:
         print(shortfall, flush=True)
     return run, shortfall
+
+
+def step_line(steps: int, seconds: float) -> str:
+    """What a demo's GRPO did in its minutes, measured where it ran (the steps that fit depend on the machine)."""
+    return f"{steps} GRPO steps in {seconds / 60:.1f} min, {seconds / max(steps, 1):.1f} s a step on this machine"
 
 
 def machine_line(run: dict, grpo: dict) -> str:

@@ -38,13 +38,14 @@ import numpy as np
 
 from rlvr_envs.core.files import strict_json
 from rlvr_envs.video.pusht.physics import ARENA_SIZE
-from trainers.common import command_line, grpo_run, machine_line, parse_dataclass_args, reward_figure
+from trainers.common import command_line, grpo_run, machine_line, parse_dataclass_args, reward_figure, step_line
 
 ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
 METRICS = ("mae", "mse", "psnr", "ssim", "repetition")
 
 
 DOMAINS = ("pusht", "text")
+UNCAPPED_STEPS = 10**6  #: GRPO's step limit when only the minutes bound it
 TEXT_REWARDS = ("task", "binary")
 
 
@@ -53,7 +54,7 @@ class Args:
     domain: str = "pusht"  #: "pusht" (video world model) or "text" (MiniTextWorld, trainers.demo_text)
     out: str = "runs/demo"
     grpo_minutes: float = 7.0  #: GRPO training time (generation + updates)
-    grpo_steps: int = 300  #: at most this many GRPO steps (on 2 free cores about 210 fit in 7 minutes)
+    grpo_steps: int = 0  #: at most this many GRPO steps; 0 = as many as --grpo-minutes allow on this machine
     train_episodes: int = 40  #: PushT episodes GRPO trains on (generated once, seed 20000)
     eval_seeds: int = 2  #: sampling seeds of the held-out evaluation (paired across models)
     eval_windows: int = 96  #: held-out transitions evaluated
@@ -70,7 +71,9 @@ class Args:
             raise ValueError(f"text_reward must be one of {TEXT_REWARDS}, got {self.text_reward!r}")
         if not (math.isfinite(self.grpo_minutes) and self.grpo_minutes > 0):
             raise ValueError(f"grpo_minutes must be > 0, got {self.grpo_minutes}")
-        for name in ("grpo_steps", "train_episodes", "eval_seeds", "eval_windows", "threads"):
+        if self.grpo_steps < 0:
+            raise ValueError(f"grpo_steps must be >= 0 (0: as many as the minutes allow), got {self.grpo_steps}")
+        for name in ("train_episodes", "eval_seeds", "eval_windows", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if Path(self.out).exists() and not Path(self.out).is_dir():
@@ -79,6 +82,11 @@ class Args:
 
         resolve_device(self.device)  # an absent or malformed device fails before any work
         return self
+
+    @property
+    def step_cap(self) -> int:
+        """The GRPO trainer's step limit: --grpo-steps, or (0) none below the time limit."""
+        return self.grpo_steps or UNCAPPED_STEPS
 
     def resolved(self) -> "Args":
         self.validate()
@@ -240,11 +248,12 @@ def main(args: Args) -> dict:
     print(f"[2/4] evaluating the MLE base on {len(indices)} held-out transitions x {args.eval_seeds} seeds", flush=True)
     scores = {"mle_base": evaluate(base, task, indices, args.eval_seeds)}
 
-    print(f"[3/4] GRPO on the verified reward for up to {args.grpo_minutes} min / {args.grpo_steps} steps", flush=True)
+    print(f"[3/4] GRPO on the verified reward for {args.grpo_minutes} min"
+          + (f" or {args.grpo_steps} steps" if args.grpo_steps else ""), flush=True)
     if (out / "grpo").exists():  # the demo's own folder: a new demo replaces the last one's GRPO run
         print(f"      replacing the earlier demo's {out / 'grpo'}", flush=True)
         shutil.rmtree(out / "grpo")
-    grpo_args = GRPOConfig(env_id=ENV_ID, env_kwargs=("reward=mae",), out=str(out / "grpo"), steps=args.grpo_steps,
+    grpo_args = GRPOConfig(env_id=ENV_ID, env_kwargs=("reward=mae",), out=str(out / "grpo"), steps=args.step_cap,
                            max_seconds=60 * args.grpo_minutes, lr=1e-4, train_episodes=args.train_episodes,
                            eval_every=10**9, eval_windows=min(16, args.eval_windows), seed=args.seed,
                            threads=args.threads, device=args.device)
@@ -277,8 +286,8 @@ def main(args: Args) -> dict:
     frames_figure(task, indices, {"MLE base": base, "RLVR (GRPO)": rlvr}, out / "frames.png")
     reward_figure(out / "grpo" / "log.jsonl", out / "grpo_reward.png")
     report = (f"# rlvr-world demo\n\n`{results['command']}` on {results['machine']}, "
-              f"{results['total_seconds'] / 60:.1f} min in all ({card['steps']} GRPO steps, "
-              f"{card['train_seconds_this_run'] / 60:.1f} min){load_note(results['run'])}.\n\n"
+              f"{results['total_seconds'] / 60:.1f} min in all ({step_line(card['steps'], card['train_seconds_this_run'])})"
+              f"{load_note(results['run'])}.\n\n"
               + (f"**{shortfall}.**\n\n" if shortfall else "") + f"{table(results)}\n\n"
               f"{verdict(results)}\n\n![frames](frames.png)\n\n![reward](grpo_reward.png)\n\n{PLANNING_NOTE}\n")
     (out / "report.md").write_text(report, encoding="utf-8")

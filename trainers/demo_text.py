@@ -86,7 +86,7 @@ def main(args) -> dict[str, Any]:
     from rlvr_envs.integrations.hf import compare_reports, per_transition_report
     from rlvr_envs.registration import task_from_env_id
     from trainers import grpo
-    from trainers.common import grpo_run, machine_line
+    from trainers.common import grpo_run, machine_line, step_line
     from trainers.grpo_config import GRPOConfig
 
     torch.set_num_threads(args.threads)
@@ -104,16 +104,16 @@ def main(args) -> dict[str, Any]:
           f"({sum(c is True for c in changed)} change the state)", flush=True)
     scores = {"sft": evaluate(base_dir, task, indices, args.device)}
 
-    print(f"[3/4] GRPO on the verified reward ({args.text_reward}) for up to {args.grpo_minutes} min / "
-          f"{args.grpo_steps} steps", flush=True)
+    print(f"[3/4] GRPO on the verified reward ({args.text_reward}) for {args.grpo_minutes} min"
+          + (f" or {args.grpo_steps} steps" if args.grpo_steps else ""), flush=True)
     if (out / "grpo").exists():  # the demo's own folder: a new demo replaces the last one's GRPO run
         print(f"      replacing the earlier demo's {out / 'grpo'}", flush=True)
         shutil.rmtree(out / "grpo")
     size = ("size=16",) if args.tiny else ()
     grpo_record = RunRecord("rlvr-world demo --domain text: GRPO", threads=args.threads)
     card = grpo.main(GRPOConfig(env_id=env_id, env_kwargs=size, model=str(base_dir), out=str(out / "grpo"),
-                            steps=args.grpo_steps, max_seconds=60 * args.grpo_minutes, balance=True,
-                            eval_every=10**9, eval_windows=4, checkpoint_every=max(10, args.grpo_steps // 4),
+                            steps=args.step_cap, max_seconds=60 * args.grpo_minutes, balance=True,
+                            eval_every=10**9, eval_windows=4, checkpoint_every=50,
                             seed=args.seed, threads=args.threads, device=args.device,
                             **{**GRPO, **({"max_completion_len": 16} if args.tiny else {})}))
 
@@ -135,8 +135,8 @@ def main(args) -> dict[str, Any]:
     (out / "results.json").write_text(json.dumps(strict_json(results), indent=2) + "\n", encoding="utf-8")
     reward_figure(out / "grpo" / "log.jsonl", out / "grpo_reward.png", ylabel=f"reward ({args.text_reward})")
     report = (f"# rlvr-world demo --domain text\n\n`{results['command']}` on {results['machine']}, "
-              f"{results['total_seconds'] / 60:.1f} min in all ({card['steps']} GRPO steps, "
-              f"{card['seconds'] / 60:.1f} min; {100 * card['frac_zero_spread_groups']:.0f}% of groups had no "
+              f"{results['total_seconds'] / 60:.1f} min in all ({step_line(card['steps'], card['seconds'])}; "
+              f"{100 * card['frac_zero_spread_groups']:.0f}% of groups had no "
               f"reward spread). Greedy answers to {len(indices)} held-out {env_id} transitions.\n\n"
               + (f"**{shortfall}.**\n\n" if shortfall else "")
               + f"{table(results)}\n\n{AT_THIS_SCALE}\n\n![reward](grpo_reward.png)\n")
