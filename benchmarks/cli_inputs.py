@@ -1,5 +1,6 @@
 """Bad command-line values, each run as a user would: every one must end in argparse's one-line
-error with exit code 2, before any work, never in a traceback or an accepted run.
+error with exit code 2 (after its usage block, and nothing else on stderr), before any work,
+never in a traceback or an accepted run.
 
     python -m benchmarks.cli_inputs        # -> benchmarks/results/cli_inputs.{json,md}
 
@@ -119,15 +120,24 @@ def scratch_dir() -> Path:
 
 
 def judge(returncode: int | None, stderr: str, seconds: float) -> dict:
-    """What a case did: `refused` (exit 2, no traceback, an `error:` line), or why not."""
+    """What a case did: `refused` (exit 2, no traceback, argparse's usage block at most once and
+    exactly one `error:` line, nothing else on stderr), or why not: `extra output` counts every
+    other line (a warning, a progress bar, a second error), which the one-line promise excludes."""
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
     error = next((line for line in reversed(lines) if "error:" in line), lines[-1] if lines else "")
+    usage = [i for i, line in enumerate(lines) if line.startswith("usage:")]
+    continued = {i for start in usage[:1] for i in range(start + 1, len(lines))
+                 if lines[i].startswith((" ", "\t")) and all(lines[j].startswith((" ", "\t"))
+                                                            for j in range(start + 1, i + 1))}
+    errors = [line for line in lines if "error:" in line]
+    extra = len(lines) - len(usage[:1]) - len(continued) - len(errors[:1])
     traceback = "Traceback (most recent call last)" in stderr
     accepted = returncode is None or returncode == 0
     outcome = ("traceback" if traceback else "accepted" if accepted else
-               "refused" if returncode == 2 and "error:" in error else f"exit {returncode}")
+               f"exit {returncode}" if returncode != 2 or not errors else
+               "extra output" if extra or len(usage) > 1 else "refused")
     return {"outcome": outcome, "returncode": returncode, "traceback": traceback, "accepted": accepted,
-            "seconds": round(seconds, 2), "error": error.strip()}
+            "seconds": round(seconds, 2), "error": error.strip(), "extra_lines": extra}
 
 
 def run_case(argv: list[str]) -> dict:
@@ -145,7 +155,8 @@ def run_case(argv: list[str]) -> dict:
 def markdown(result: dict) -> str:
     counts = result["counts"]
     lines = ["# Bad command-line values", "", f"Measured by `{result['command']}`; {result['note']}.", "",
-             f"**{counts['cases']} bad values: {counts['refused']} refused with exit code 2 and a one-line error, "
+             f"**{counts['cases']} bad values: {counts['refused']} refused with exit code 2 and a one-line error "
+             f"(after argparse's usage block), {counts.get('extra_output', 0)} with other lines on stderr, "
              f"{counts['tracebacks']} tracebacks, {counts['accepted']} accepted.** Each case runs in a fresh "
              f"process (`python -m ...`); seconds include Python's start and the command's imports.", "",
              "| case | outcome | exit | s | message |", "|---|---|---:|---:|---|"]
@@ -174,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"command": "python -m benchmarks.cli_inputs" + (f" --only {args.only}" if args.only else ""),
               "run": run, "note": note(run),
               "counts": {"cases": len(rows), "refused": sum(r["outcome"] == "refused" for r in rows.values()),
+                         "extra_output": sum(r["outcome"] == "extra output" for r in rows.values()),
                          "tracebacks": sum(r["traceback"] for r in rows.values()),
                          "accepted": sum(r["accepted"] for r in rows.values())},
               "cases": rows}

@@ -1108,8 +1108,9 @@ def _cli_inputs(files: list[dict]) -> str:
     d = files[0]
     n = d["counts"]
     return (f"**Bad command-line values** (`{d['command']}`, {_shown(d['_file'])}; {d['note']}): {n['cases']} bad "
-            f"values given to `rlvr-world` commands and trainers: {n['refused']} refused with exit 2 before any work, "
-            f"{n['tracebacks']} tracebacks, {n['accepted']} accepted. Each case and its one-line message: "
+            f"values given to `rlvr-world` commands and trainers: {n['refused']} refused with exit 2 before any work "
+            f"(argparse's usage block, then one error line), {n.get('extra_output', 'uncounted')} with other lines on "
+            f"stderr, {n['tracebacks']} tracebacks, {n['accepted']} accepted. Each case and its one-line message: "
             f"`{Path(d['_file']).with_suffix('.md').as_posix()}`.")
 
 

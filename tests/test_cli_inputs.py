@@ -39,6 +39,11 @@ def test_the_benchmark_judges_outcomes_as_the_issue_counts_them():
     assert judge(2, "usage: x\nx: error: argument --n: must be >= 1, got -1\n", 0.1)["outcome"] == "refused"
     assert judge(1, "Traceback (most recent call last):\n  ...\nValueError: x\n", 0.1)["outcome"] == "traceback"
     assert judge(0, "", 0.1)["accepted"] and judge(None, "", 90.0)["outcome"] == "accepted"
+    # lines are counted: a usage block that wraps is one block, anything else is extra output
+    wrapped = "usage: x [-h] [--n N]\n         [--m M]\nx: error: argument --n: must be >= 1, got -1\n"
+    assert judge(2, wrapped, 0.1)["outcome"] == "refused"
+    assert judge(2, "warning: slow\n" + wrapped, 0.1)["outcome"] == "extra output"
+    assert judge(2, wrapped + "x: error: a second one\n", 0.1)["extra_lines"] == 1
 
 
 def _commands():
