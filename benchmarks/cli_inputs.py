@@ -106,6 +106,22 @@ def cases(scratch: Path) -> dict[str, list[str]]:
         "trainers.train_frame_tokenizer into a finished run": ["trainers.train_frame_tokenizer", "--out", finished],
         "trainers.train_compressed_tokenizer --max-seconds nan": ["trainers.train_compressed_tokenizer",
                                                                   "--max-seconds", "nan", "--out", out],
+        "trainers.grpo unknown --env-id": ["trainers.grpo", "--env-id", "RLVRWorld/Nope-v0", "--out", out],
+        "trainers.sft unknown --env-id": ["trainers.sft", "--env-id", "RLVRWorld/Nope-v0", "--from-scratch",
+                                          "--out", out],
+        "trainers.sb3_ppo unknown --env-id": ["trainers.sb3_ppo", "--env-id", "RLVRWorld/Nope-v0", "--out", out],
+        "trainers.grpo on a web-agent id": ["trainers.grpo", "--env-id", "RLVRWorld/MiniWeb-Goal-v0", "--out", out],
+        "trainers.grpo on a learned-simulator id": ["trainers.grpo", "--env-id", "RLVRWorld/PushT-LearnedSim-v0",
+                                                    "--out", out],
+        "trainers.train_video_world_model --tokenizer not a tokenizer": ["trainers.train_video_world_model",
+                                                                         "--tokenizer", "/proc/x", "--out", out],
+        "data pusht --policy-weights expert=nan": [*cli, "data", "pusht", "--policy-weights", "expert=nan",
+                                                   "--out", out],
+        "episode --env-kwargs mode=token": [*cli, "episode", "RLVRWorld/MiniTextWorld-v0", "--env-kwargs",
+                                            "mode=token"],
+        "episode --env-kwargs task=this:x": [*cli, "episode", "RLVRWorld/MiniTextWorld-v0", "--env-kwargs",
+                                             "task=this:x"],
+        "policy-eval --policy os:getcwd": [*cli, "policy-eval", "--policy", "os:getcwd", "--out", out],
     }
 
 

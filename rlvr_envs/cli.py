@@ -105,6 +105,9 @@ def check_episode(args: argparse.Namespace) -> None:
     import gymnasium as gym
 
     kwargs = {**({} if args.data_dir is None else {"data_dir": args.data_dir}), **args.env_kwargs}
+    if kwargs.get("mode", "sequence") != "sequence":
+        raise ValueError(f"episode plays one whole response (mode='sequence'), got mode={kwargs['mode']!r}; token "
+                         "mode steps one token at a time: gym.make(id, mode='token') in your own loop")
     env = gym.make(args.env_id, render_mode="ansi", **kwargs)
     size = len(env.unwrapped.task)
     if not 0 <= args.index < size:

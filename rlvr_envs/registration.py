@@ -179,6 +179,18 @@ def entry(env_id: str) -> EnvEntry:
     raise KeyError(f"unknown id {env_id!r}; registered: {[e.id for e in ENVS]}")
 
 
+def prediction_entry(env_id: str) -> EnvEntry:
+    """The entry of a next-state prediction id, what world models train on (gymnasium's module
+    prefix allowed); a one-line ValueError naming those ids for an unknown id or a plain env."""
+    name = env_id.split(":", 1)[-1]
+    try:
+        return entry(name)
+    except KeyError:
+        what = f"a {SIMULATORS[name].modality}, not a next-state prediction id" if name in SIMULATORS else "unknown"
+        raise ValueError(f"--env-id {env_id!r} is {what}; world models train on {', '.join(e.id for e in ENVS)}") \
+            from None
+
+
 def task_from_env_id(env_id: str, **env_kwargs: Any):
     """The `Task` behind `gym.make(env_id, **env_kwargs)`, without the env around it.
 

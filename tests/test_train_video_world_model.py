@@ -29,11 +29,16 @@ def test_a_world_model_trained_on_a_dataset_serves_its_env(tmp_path, dataset, la
 
 
 def test_pusht_keeps_its_defaults_and_bad_datasets_fail_early(tmp_path):
-    args = Args(out=str(tmp_path / "model")).validate()
+    from rlvr_envs.video.task import default_tokenizer_dir
+
+    tokenizer = str(default_tokenizer_dir())
+    args = Args(out=str(tmp_path / "model"), tokenizer=tokenizer).validate()
     assert (args.dataset, args.frame_skip, args.future) == ("pusht", 5, 4)
-    assert Args(frame_skip=2, future=3).validate().frame_skip == 2
+    assert Args(frame_skip=2, future=3, tokenizer=tokenizer, out=str(tmp_path / "m2")).validate().frame_skip == 2
     with pytest.raises(ValueError, match="one of pusht, rt1, rope, granular"):
         Args(dataset="rt2").validate()
+    with pytest.raises(FileNotFoundError, match="no frame tokenizer there"):
+        Args(tokenizer=str(tmp_path / "missing"), out=str(tmp_path / "m3")).validate()
 
 
 def test_a_step_in_micro_batches_equals_the_step_in_one_forward():

@@ -62,6 +62,9 @@ class GRPOConfig:
     resume: bool = False
 
     def validate(self) -> "GRPOConfig":
+        from rlvr_envs.registration import prediction_entry
+
+        prediction_entry(self.env_id)
         if self.loss_type not in LOSS_TYPES:
             raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
         if self.algorithm not in ALGORITHMS:

@@ -45,6 +45,9 @@ class Args:
     env_kwargs: tuple[str, ...] = ()
 
     def validate(self) -> None:
+        from rlvr_envs.registration import prediction_entry
+
+        prediction_entry(self.env_id)
         if self.total_timesteps < 1 or self.n_envs < 1 or self.n_steps < 1 or self.max_seconds < 0:
             raise ValueError("total_timesteps, n_envs and n_steps must be positive and max_seconds >= 0")
         if (self.n_steps * self.n_envs) % self.batch_size:

@@ -88,6 +88,9 @@ class Args:
     resume: bool = False
 
     def validate(self) -> "Args":
+        from rlvr_envs.registration import prediction_entry
+
+        prediction_entry(self.env_id)
         if self.from_scratch == bool(self.model):
             raise ValueError("pass exactly one of --model (a causal LM to fine-tune) and --from-scratch")
         if self.preset not in TEXT_PRESETS:

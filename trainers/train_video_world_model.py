@@ -93,6 +93,9 @@ class Args:
         spec = DATASETS[self.dataset]  # resolved here, so the card records the values used
         self.frame_skip = self.frame_skip or spec.frame_skip
         self.future = self.future or spec.future
+        if not (Path(self.tokenizer) / "config.json").is_file():
+            raise FileNotFoundError(f"--tokenizer {self.tokenizer}: no frame tokenizer there (expected its config.json; "
+                                    "python -m trainers.train_frame_tokenizer makes one)")
         check_run_folder(self.out, self.resume, "--init")
         return self
 

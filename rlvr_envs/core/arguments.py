@@ -138,7 +138,15 @@ def parse_env_kwargs(tokens: str | Iterable[str]) -> dict[str, Any]:
                 out[key.strip()] = json.loads(raw)
             except ValueError:
                 out[key.strip()] = raw
+    fixed = sorted(RESERVED_ENV_KWARGS & set(out))
+    if fixed:
+        raise ValueError(f"env kwargs {fixed} are set by the env id itself (which task class it builds), not options")
     return out
+
+
+#: `gym.make` arguments the registry sets for an id: an option naming them would swap the task
+#: class for any importable object, so command lines refuse them
+RESERVED_ENV_KWARGS = frozenset({"task", "env_id"})
 
 
 class EnvKwargsAction(argparse.Action):

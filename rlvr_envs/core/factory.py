@@ -21,9 +21,14 @@ def build_task(task: str | type[Task], env_id: str | None = None, **kwargs: Any)
     if isinstance(task, str):
         domain = task.split(".")[1] if task.startswith("rlvr_envs.") else task
         with needs_extra(env_id or f"{task} (the {domain} ids)"):
-            cls = import_string(task)
+            try:
+                cls = import_string(task)
+            except AttributeError:
+                raise TypeError(f"task {task!r} names nothing in its module") from None
     else:
         cls = task
+    if not (isinstance(cls, type) and issubclass(cls, Task)):  # checked before it is called
+        raise TypeError(f"task {task!r} is not a Task class")
     config_cls = cls.Config
     allowed = [f.name for f in dataclasses.fields(config_cls)]
     unknown = sorted(set(kwargs) - set(allowed))

@@ -84,6 +84,8 @@ def as_policy(obj: Any, name: str | None = None) -> Policy:
     if hasattr(obj, "predict") and not hasattr(obj, "step"):  # SB3
         return Policy(label, lambda image: obj.predict(image, deterministic=True)[0])
     if hasattr(obj, "step") and hasattr(obj, "reset"):  # SIMPLER
+        _check_takes_an_image(obj.step, f"{label}.step")
+
         def act(image):
             output = obj.step(image)
             if isinstance(output, tuple) and len(output) == 2 and isinstance(output[1], dict):
@@ -91,9 +93,22 @@ def as_policy(obj: Any, name: str | None = None) -> Policy:
             return _action_of(output)
         return Policy(label, act, lambda instruction: obj.reset(instruction))
     if callable(obj):
+        _check_takes_an_image(obj, label)
         return Policy(label, lambda image: _action_of(obj(image)))
     raise TypeError(f"cannot use {type(obj).__name__} as a policy: give a callable image -> action, an object "
                     "with reset(instruction) and step(image), or an SB3 model with predict(obs)")
+
+
+def _check_takes_an_image(function: Any, label: str) -> None:
+    """Refuse, before any rollout, a callable that cannot take one image (e.g. `os:getcwd`)."""
+    import inspect
+
+    try:
+        inspect.signature(function).bind(None)
+    except TypeError:
+        raise TypeError(f"{label} cannot be called with one image: a policy is image -> action") from None
+    except ValueError:  # no signature to read (some builtins): it is tried as it is
+        pass
 
 
 class PixelExpert:

@@ -34,8 +34,9 @@ PRETRAINED = "pretrained"
 CPU_PIXELS_PER_PASS = 4 * 256 * 320
 
 
-class LPIPSWeightsUnavailable(RuntimeError):
-    """The ImageNet trunk weights LPIPS needs are neither cached nor downloadable."""
+class LPIPSWeightsUnavailable(FileNotFoundError):
+    """The ImageNet trunk weights LPIPS needs are neither cached nor downloadable: missing data,
+    so a command reports it in one line with exit code 1."""
 
 
 def _trunk_weights(net: str):

@@ -17,6 +17,7 @@ the summary's `redone` list. What it cannot replace is refused in one line namin
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import time
@@ -193,6 +194,10 @@ def _policy_weights(text: str) -> dict[str, float]:
             weights[name.strip()] = float(value)
         except ValueError:  # no "=" leaves value empty, which float() refuses too
             raise argparse.ArgumentTypeError(f"expected NAME=WEIGHT, got {item!r}") from None
+        if not (math.isfinite(weights[name.strip()]) and weights[name.strip()] >= 0):
+            raise argparse.ArgumentTypeError(f"a weight must be a finite number >= 0, got {item!r}")
+    if weights and sum(weights.values()) <= 0:
+        raise argparse.ArgumentTypeError(f"the weights must not all be 0, got {text!r}")
     return weights
 
 
