@@ -122,6 +122,20 @@ def cases(scratch: Path) -> dict[str, list[str]]:
         "episode --env-kwargs task=this:x": [*cli, "episode", "RLVRWorld/MiniTextWorld-v0", "--env-kwargs",
                                              "task=this:x"],
         "policy-eval --policy os:getcwd": [*cli, "policy-eval", "--policy", "os:getcwd", "--out", out],
+        "episode --env-kwargs env_id=...": [*cli, "episode", "RLVRWorld/MiniTextWorld-v0", "--env-kwargs",
+                                            "env_id=RLVRWorld/MiniWeb-v0"],
+        "trainers.grpo --env-kwargs task=os:getcwd": ["trainers.grpo", "--env-id", "RLVRWorld/MiniTextWorld-v0",
+                                                      "--env-kwargs", "task=os:getcwd", "--out", out],
+        "trainers.sft on a web-agent id": ["trainers.sft", "--env-id", "RLVRWorld/MiniWeb-Goal-v0", "--from-scratch",
+                                           "--out", out],
+        "trainers.sb3_ppo on a learned-simulator id": ["trainers.sb3_ppo", "--env-id", "RLVRWorld/PushT-LearnedSim-v0",
+                                                       "--out", out],
+        "data pusht --policy-weights expert=-1": [*cli, "data", "pusht", "--policy-weights", "expert=-1",
+                                                  "--out", out],
+        "data pusht --policy-weights all zero": [*cli, "data", "pusht", "--policy-weights", "expert=0,random=0",
+                                                 "--out", out],
+        "trainers.train_video_world_model --micro-batch -1": ["trainers.train_video_world_model", "--micro-batch",
+                                                              "-1", "--out", out],
     }
 
 

@@ -357,3 +357,30 @@ def test_every_observation_is_a_fresh_array_the_user_may_keep_and_change():
     assert again["response"].tolist() == [EOS] * 6 and again["response_len"].tolist() == [0]
     final, *_ = env.step([2, 2])
     assert final["response"].tolist() == [2, 2, EOS, EOS, EOS, EOS] and final["response_len"].tolist() == [2]
+
+
+def test_reset_index_is_an_integer_in_range_never_truncated_or_parsed():
+    """options['index'] takes Python and numpy integers; 1.9, "3" and True are refused, not read
+    as 1, 3 and 1; an index past the end is refused as both an IndexError and a bad value."""
+    import gymnasium as gym
+    import numpy as np
+
+    env = gym.make("RLVRWorld/MiniTextWorld-v0")
+    assert env.reset(options={"index": np.int64(3)})[1]["index"] == 3
+    for bad in (1.9, "3", True, np.float32(2.0)):
+        with pytest.raises(TypeError, match="must be an integer"):
+            env.reset(options={"index": bad})
+    for bad in (-1, 10**30):
+        with pytest.raises(IndexError, match="outside"):
+            env.reset(options={"index": bad})
+        with pytest.raises(ValueError, match="outside"):
+            env.reset(options={"index": bad})
+
+
+def test_a_bf16_tensor_action_is_read_not_called_ragged():
+    import torch
+
+    from rlvr_envs.core.actions import integer_array, real_array
+
+    assert real_array(torch.tensor([1.5, 2.5], dtype=torch.bfloat16), "a chunk").tolist() == [1.5, 2.5]
+    assert integer_array(torch.tensor([4, 5]), "a response").tolist() == [4, 5]

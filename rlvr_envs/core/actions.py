@@ -27,6 +27,10 @@ def as_array(action: Any, what: str, kind: str = "numbers") -> np.ndarray:
                         "(e.g. `action.filled(pad_id)`)")
     if isinstance(action, (str, bytes)):
         raise TypeError(f"{what} must be {kind}, got {type(action).__name__} {action[:40]!r}")
+    if type(action).__module__ == "torch" and hasattr(action, "detach"):  # a tensor, any device or dtype
+        action = action.detach().cpu()
+        if str(action.dtype) == "torch.bfloat16":  # numpy has no bfloat16 (it called the tensor ragged)
+            action = action.float()
     try:
         return np.asarray(action)
     except (ValueError, TypeError):  # numpy refuses ragged nesting ("inhomogeneous shape")
@@ -36,6 +40,20 @@ def as_array(action: Any, what: str, kind: str = "numbers") -> np.ndarray:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+class IndexOutOfRange(IndexError, ValueError):
+    """An index outside its range: an IndexError to sequence code, a bad value to argument checks."""
+
+
+def transition_index(value: Any, size: int, what: str = "options['index']") -> int:
+    """A transition index as given to `reset`: a Python or numpy integer in [0, size); a float
+    (1.9), a string ("3") or a bool is refused, never truncated or parsed."""
+    if not _is_int(value):
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__} {value!r}")
+    if not 0 <= int(value) < size:
+        raise IndexOutOfRange(f"{what} {value} is outside the {size} transitions [0, {size})")
+    return int(value)
 
 
 def integer_array(action: Any, what: str, limit: int | None = None) -> np.ndarray:

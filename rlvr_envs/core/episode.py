@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from rlvr_envs.core.actions import integer_array, token_from_action
+from rlvr_envs.core.actions import integer_array, token_from_action, transition_index
 from rlvr_envs.core.task import Task
 from rlvr_envs.core.types import RewardResult
 
@@ -73,9 +73,7 @@ class Episode:
     __slots__ = ("task", "index", "response", "done", "error")
 
     def __init__(self, task: Task, index: int):
-        index = int(index)
-        if not 0 <= index < len(task):
-            raise IndexError(f"index {index} outside the task's {len(task)} transitions")
+        index = transition_index(index, len(task))
         self.task, self.index = task, index
         self.response: list[int] = [int(t) for t in task.forced_tokens(index, [])]
         self.done = False

@@ -43,6 +43,7 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from rlvr_envs.core.episode import refuse_mode
+from rlvr_envs.core.actions import transition_index
 from rlvr_envs.core.util import as_tuple, index_rng, split_stream
 from rlvr_envs.web import mini_web
 from rlvr_envs.web.mini_web import CHARSET, MAX_ACTION_CHARS, SITES, ActionError, Browser, MiniWebConfig, SiteState
@@ -419,9 +420,7 @@ class MiniWebGoalEnv(gym.Env):
         super().reset(seed=seed)
         options = options or {}
         if "index" in options:
-            index = options["index"]
-            if not isinstance(index, int) or isinstance(index, bool) or index < 0:
-                raise ValueError(f"options['index'] must be a non-negative int, got {index!r}")
+            index = transition_index(options["index"], self.config.size)
         else:
             index = int(self.np_random.integers(self.config.size))
         self.index = index
