@@ -384,3 +384,5 @@ def test_a_bf16_tensor_action_is_read_not_called_ragged():
 
     assert real_array(torch.tensor([1.5, 2.5], dtype=torch.bfloat16), "a chunk").tolist() == [1.5, 2.5]
     assert integer_array(torch.tensor([4, 5]), "a response").tolist() == [4, 5]
+    with pytest.raises(TypeError, match="bool"):  # numpy alone would read [1, True] as [1, 1]
+        integer_array([1, True], "a response")

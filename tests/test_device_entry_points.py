@@ -4,12 +4,16 @@ the models, tokenizers and reward networks of the video ids and learned simulato
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 import pytest
 
 #: trainers whose arguments are a dataclass (`parse_args(argv)`)
 TRAINERS = ("trainers.train_video_world_model", "trainers.train_frame_tokenizer", "trainers.train_compressed_tokenizer",
             "trainers.grpo", "trainers.rollout_prompts", "trainers.demo")
+#: arguments a trainer needs beyond --device to parse (the world-model trainer checks its tokenizer folder up front)
+NEEDS = {"trainers.train_video_world_model": ["--tokenizer", str(Path(__file__).parents[1] / "rlvr_envs" / "assets" / "video"
+                                                                 / "pusht_frame_tokenizer")]}
 #: `rlvr-world` commands that run a model and parse their own options (`rlvr-world demo` hands its options to
 #: `python -m trainers.demo`, which TRAINERS covers)
 COMMANDS = {"plan": ["--out", "x"], "policy-eval": ["--out", "x"]}
@@ -29,7 +33,7 @@ def no_cuda(monkeypatch):
 @pytest.mark.parametrize("module", TRAINERS)
 def test_trainers_take_device_and_refuse_an_absent_one(module, no_cuda):
     trainer = importlib.import_module(module)
-    assert trainer.parse_args(["--device", "cpu"]).device == "cpu"
+    assert trainer.parse_args(["--device", "cpu", *NEEDS.get(module, [])]).device == "cpu"
     config = trainer.GRPOConfig if module == "trainers.grpo" else trainer.Args  # GRPO's config sits beside it
     assert config().device == "auto"
     with pytest.raises(SystemExit) as stop:  # on the command line: a one-line usage error

@@ -63,6 +63,9 @@ def integer_array(action: Any, what: str, limit: int | None = None) -> np.ndarra
     Python ints too large for int64 arrive as object arrays and are kept exact (and checked
     one by one, so only the `limit` values that count are checked).
     """
+    if isinstance(action, (list, tuple)) and bool in set(map(type, action[:limit])):
+        # numpy reads [1, True] as the integers [1, 1]: a bool is no token id (an ndarray of them is dtype bool)
+        raise TypeError(f"{what} must hold integer token ids, got a bool among them")
     array = as_array(action, what, "integer token ids")
     if array.ndim > 1:
         raise ValueError(f"{what} must be a scalar or a 1-D sequence of token ids, got shape {array.shape}")
