@@ -27,7 +27,8 @@ keys as `sb3_run` (its `dir`, `train_seconds`, start and final held-out scores),
 Held-out: the same `--eval-windows` transitions of `--data`'s test split for every GRPO-family
 run and best-of-N (`rlvr_envs.video.evaluation.held_out_indices`), one sampled response each
 (temperature 1). Runs go seed by seed (every method at seed 0 first), live in
-`--runs/<method>_seed<k>` and are reused when their card exists, and the report is rewritten
+`--runs/<method>_seed<k>` and are reused when their card exists (a finished run of another id, model or
+budget there is refused, not reported as this one), and the report is rewritten
 after each run, so an interrupted benchmark has a valid partial report and continues where it
 stopped. Writes `--out`.{json,md,png}:
 training reward against steps and wall time, and held-out sampled MAE per method and seed.
@@ -76,8 +77,10 @@ def parse(argv=None) -> argparse.Namespace:
     from rlvr_envs.core.device import add_device_argument
 
     add_device_argument(parser)
-    parser.add_argument("--runs", default="runs/rl_algorithms")
-    parser.add_argument("--out", default=str(RESULTS))
+    parser.add_argument("--runs", default="", help="run folders (default: runs/rl_algorithms, with the env's name "
+                                                    "appended for an id other than the default)")
+    parser.add_argument("--out", default="", help="report path stem (default: benchmarks/results/rl_algorithms, "
+                                                   "with the env's name appended for an id other than the default)")
     args = parser.parse_args(argv)
     from rlvr_envs.core.paths import ASSETS
     from rlvr_envs.registration import entry
@@ -106,7 +109,41 @@ def parse(argv=None) -> argparse.Namespace:
     args.best_of = sorted({int(n) for n in args.best_of.split(",")})
     if min(args.best_of) < 1 or args.steps < 1:
         parser.error("--best-of values and --steps must be >= 1")
+    suffix = "" if args.env_id == ENV_ID else "_" + args.env_id.split("/")[-1]  # two ids never share runs or a report
+    args.runs = args.runs or f"runs/rl_algorithms{suffix}"
+    args.out = args.out or f"{RESULTS}{suffix}"
+    conflict = foreign_run(args)
+    if conflict:
+        parser.error(conflict)
     return args
+
+
+def recorded_args(out: Path) -> dict | None:
+    """The settings a finished run in `out` recorded (video GRPO card, TRL summary, SB3 summary)."""
+    for name in ("card.json", "results.json", "summary.json"):
+        if (out / name).is_file():
+            return json.loads((out / name).read_text()).get("args")
+    return None
+
+
+def foreign_run(args) -> str:
+    """Why a finished run in --runs cannot be reused for this comparison ('' when none is in the way): runs are
+    reused by folder, so one of another id, model or budget would be reported as this one."""
+    wanted = {"env_id": args.env_id, "env_kwargs": list(args.env_kwargs), "model": args.model, "steps": args.steps,
+              "prompts_per_step": args.prompts_per_step, "group_size": args.group_size, "lr": args.lr,
+              "beta": args.beta}
+    for seed in args.seeds:
+        for method in args.methods:
+            out = Path(args.runs) / f"{method}_seed{seed}"
+            recorded = recorded_args(out) if method != "best_of_n" else None
+            if recorded is None:
+                continue
+            keys = ["env_id", "seed"] if method == "sb3_ppo" else [*wanted, "seed"]
+            differs = [k for k in keys if recorded.get(k) != {**wanted, "seed": seed}[k]]
+            if differs:
+                return (f"--runs {args.runs}: {out.name} holds a finished run with other {', '.join(differs)} "
+                        "(runs are reused by folder); pass another --runs, or remove that folder")
+    return ""
 
 
 def grpo_run(args, method: str, seed: int) -> dict:

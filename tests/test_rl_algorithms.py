@@ -154,3 +154,23 @@ def test_stage_commands_fall_back_to_the_shipped_tokenizer_when_the_recorded_pat
     assert tokenizer_dir(str(tmp_path / "gone")) == str(default_tokenizer_dir())
     shipped = str(default_tokenizer_dir())
     assert tokenizer_dir(shipped) == shipped
+
+
+def test_two_ids_never_share_runs_and_a_foreign_finished_run_is_refused(tmp_path, capsys):
+    """Runs are reused by folder: the documented PushT and MiniTextWorld comparisons, run one after the
+    other with the defaults, must not report one's runs as the other's."""
+    from benchmarks import rl_algorithms
+
+    video = rl_algorithms.parse([])
+    text = rl_algorithms.parse(["--env-id", "RLVRWorld/MiniTextWorld-v0", "--methods", "grpo,rloo,sb3_ppo"])
+    assert video.runs != text.runs and video.out != text.out
+    finished = tmp_path / "grpo_seed0"
+    finished.mkdir()
+    (finished / "card.json").write_text(json.dumps({"args": {"env_id": "RLVRWorld/MiniTextWorld-v0"}}))
+    with pytest.raises(SystemExit) as stop:
+        rl_algorithms.parse(["--runs", str(tmp_path), "--seeds", "0", "--methods", "grpo"])
+    assert stop.value.code == 2 and "grpo_seed0 holds a finished run with other env_id" in capsys.readouterr().err
+    same = {"env_id": rl_algorithms.ENV_ID, "env_kwargs": ["reward=mae"], "model": "", "steps": 40,
+            "prompts_per_step": 4, "group_size": 8, "lr": 1e-4, "beta": 1e-3, "seed": 0}
+    (finished / "card.json").write_text(json.dumps({"args": same}))
+    assert rl_algorithms.parse(["--runs", str(tmp_path), "--seeds", "0", "--methods", "grpo"]).runs == str(tmp_path)

@@ -312,9 +312,9 @@ def test_prompt_filter_keeps_prompts_with_a_reward_spread_and_resumes_after_a_ki
             args(**bad).validate()
 
 
-def test_grpo_draws_training_prompts_from_a_prompt_filter_file(sft_model, tmp_path, monkeypatch):
+def test_grpo_draws_training_prompts_from_a_prompt_filter_file(sft_model, tmp_path, monkeypatch, capsys):
     import rlvr_envs.integrations.hf as hf
-    from trainers.grpo import main
+    from trainers.grpo import main, parse_args
     from trainers.grpo_language import build
     from trainers.prompt_filter import Args as FilterArgs
     from trainers.prompt_filter import main as prompt_filter
@@ -343,6 +343,12 @@ def test_grpo_draws_training_prompts_from_a_prompt_filter_file(sft_model, tmp_pa
         build(grpo_args(str(sft_model / "final"), tmp_path / "c", prompts=(str(tmp_path / "broken.json"),)))
     with pytest.raises(ValueError, match="exclude each other"):
         grpo_args("", tmp_path / "d", balance=True, prompts=(str(tmp_path / "p.json"),)).validate()
+    # a file that kept nothing, or that is no filter file, fails before any model loads: one line, exit 1 (data)
+    (tmp_path / "none.json").write_text(json.dumps({**json.loads((tmp_path / "p.json").read_text()), "indices": []}))
+    for bad, said in (("none.json", "keeps no prompt"), ("broken.json", "not a trainers.prompt_filter file")):
+        with pytest.raises(SystemExit) as stop:
+            parse_args(["--env-id", ENV_ID, "--prompts", str(tmp_path / bad), "--out", str(tmp_path / "f")])
+        assert stop.value.code == 1 and said in capsys.readouterr().err
     with pytest.raises(ValueError, match="are for language tasks"):
         main(grpo_args("", tmp_path / "e", env_id="RLVRWorld/PushT-SingleStep-v0", env_kwargs=(),
                        prompts=(str(tmp_path / "p.json"),)))

@@ -64,7 +64,7 @@ class GRPOConfig:
     def validate(self) -> "GRPOConfig":
         from rlvr_envs.registration import prediction_entry
 
-        prediction_entry(self.env_id)
+        modality = prediction_entry(self.env_id).modality
         if self.loss_type not in LOSS_TYPES:
             raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {self.loss_type!r}")
         if self.algorithm not in ALGORITHMS:
@@ -97,6 +97,11 @@ class GRPOConfig:
         if sum(map(bool, (self.balance, self.changed_only, self.prompts))) > 1:
             raise ValueError("--balance, --changed-only and --prompts exclude each other (each picks the training "
                              "prompts)")
+        if self.prompts and modality != "video":  # (video refuses --prompts in trainers.grpo.main)
+            from trainers.prompt_filter import load_prompt_file
+
+            for path in self.prompts:
+                load_prompt_file(path, self.env_id)
         if self.model:
             from rlvr_envs.core.files import check_model_source
 

@@ -147,21 +147,33 @@ def save(out: Path, config: dict[str, Any], counts: dict[int, int], args: Args) 
     return report
 
 
-def read_prompt_indices(path: str | Path, env_id: str, n_train: int) -> list[int]:
-    """The kept indices of a `prompt_filter` file, checked against the training task GRPO built:
-    the same env id and number of training prompts (a file made for another split or size
-    would silently pick other prompts)."""
+def load_prompt_file(path: str | Path, env_id: str) -> tuple[dict, list[int]]:
+    """A `prompt_filter` file's settings and kept indices, checked before any work: readable, made for
+    `env_id`, keeping at least one prompt (GRPO would otherwise have nothing to train on)."""
+    from rlvr_envs.core.errors import DataError
+
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         config, indices = data["settings"], [int(i) for i in data["indices"]]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"--prompts {path}: not a trainers.prompt_filter file ({exc})") from None
-    if config.get("env_id") != env_id or config.get("train_prompts") != n_train:
+        raise DataError(f"--prompts {path}: not a trainers.prompt_filter file ({exc})") from None
+    if config.get("env_id") != env_id:
+        raise ValueError(f"--prompts {path} was made for {config.get('env_id')}; this run trains {env_id}")
+    if not indices:
+        raise DataError(f"--prompts {path} keeps no prompt: the model solved every candidate always or never "
+                        "(filter more candidates, e.g. without --limit, or at a higher --temperature)")
+    return config, indices
+
+
+def read_prompt_indices(path: str | Path, env_id: str, n_train: int) -> list[int]:
+    """The kept indices of a `prompt_filter` file, checked against the training task GRPO built:
+    the same env id and number of training prompts (a file made for another split or size
+    would silently pick other prompts)."""
+    config, indices = load_prompt_file(path, env_id)
+    if config.get("train_prompts") != n_train:
         raise ValueError(f"--prompts {path} was made for {config.get('env_id')} with {config.get('train_prompts')} "
                          f"training prompts; this run trains {env_id} with {n_train}")
-    if not indices:
-        raise ValueError(f"--prompts {path} keeps no prompt (the model solved every candidate always or never)")
     if min(indices) < 0 or max(indices) >= n_train:
         raise ValueError(f"--prompts {path} has indices outside 0..{n_train - 1}")
     return indices
