@@ -3,6 +3,7 @@ figure against the hardware's own ceilings measured in the same run.
 
     python -m benchmarks.gpu_check --device cuda                        # writes benchmarks/results/gpu_check/
     python -m benchmarks.gpu_check --device cpu --tiny --out /tmp/gc    # the same code path in about a minute
+    python -m benchmarks.gpu_check --device cuda --stages web           # the web set (4 minutes)
 
 Stages, in order; the JSON and Markdown are rewritten after every stage, so a later crash or a
 killed run loses nothing already measured:
@@ -19,6 +20,13 @@ killed run loses nothing already measured:
    then GRPO; held-out MAE against copy-last-frame and the tokenizer ceiling, GRPO step time, the
    candidate-ranking agreement with the true simulator, and the trained model exported into
    `--out` as bf16 safetensors shards of <= 15 MiB.
+
+The optional second set, `--stages web` (its own deadline, 4 minutes):
+
+6. web: MiniWeb SFT from scratch on fresh procedural transitions, GRPO from it, then the web-agent
+   table (`benchmarks.web_agent`: policy alone, + SFT world model, + GRPO world model, + the true
+   simulator) on >= 100 goal episodes with Wilson intervals, every episode of an agent in one
+   lockstep batch, so each step decodes all their candidates at once.
 
 The deadline holds everything (model loading, evaluation, the planning agreement): each stage gets
 its planned seconds, shrunk so the later stages keep their minimums, and a stage whose minimum no
@@ -48,6 +56,9 @@ import numpy as np
 RESULTS = Path(__file__).parent / "results" / "gpu_check"
 TEXT_ENV = "RLVRWorld/MiniTextWorld-v0"
 PUSHT_ENV = "RLVRWorld/PushT-SingleStep-v0"
+WEB_ENV = "RLVRWorld/MiniWeb-v0"
+#: stages of the optional second set, run only when named, under their own deadline (`Sizes.web_deadline`)
+SECOND_SET = ("web",)
 SHIPPED_TEXT = ("minitextworld_sft_model", "minitextworld_sft_longer_model")
 
 
@@ -58,7 +69,8 @@ class Sizes:
     deadline: float = 480.0  #: seconds for the whole check (model loading, evaluation and planning included)
     #: per stage: (planned seconds, minimum seconds); a stage is shrunk towards its minimum, then skipped
     plans: tuple[tuple[str, float, float], ...] = (("ceilings", 10, 5), ("speed", 100, 40), ("rewards", 10, 5),
-                                                   ("text", 150, 70), ("pusht", 180, 80))
+                                                   ("text", 150, 70), ("pusht", 180, 80), ("web", 230, 60))
+    web_deadline: float = 240.0  #: seconds added to the deadline when the web set runs
     speed: Any = None  #: benchmarks.world_model_speed sizes (None: its defaults)
     speed_compile: bool = True  #: time compiled training too (its warm-up is tens of seconds)
     reward_frames: int = 256
@@ -88,13 +100,27 @@ class Sizes:
     pusht_mle_share: float = 0.65  #: of the PushT training seconds, the rest GRPO
     agreement_episodes: int = 4
     agreement_candidates: int = 32
+    web_preset: str = "medium"
+    web_batch: int = 64
+    web_train_size: int = 20000  #: fresh procedural MiniWeb transitions for SFT
+    web_sft_share: float = 0.7  #: of the web training seconds, the rest GRPO
+    web_group: int = 16
+    web_prompts: int = 8
+    web_completion: int = 256  #: GRPO's and the agents' response budget (MiniWeb answers are shorter)
+    web_grpo_overhead: float = 15.0  #: GRPO's loading and its own evaluations
+    web_grpo_minimum: float = 15.0  #: fewer seconds of GRPO than this are skipped
+    web_reserve: float = 70.0  #: seconds kept for the web-agent table
+    web_episodes: int = 100
+    web_k: int = 4
     max_steps: int = 10**6  #: a cap on every trainer's steps (the tiny run's budget is steps, not seconds)
     utilisation: float = 0.3  #: planning figure: the share of the matmul rate a training step is expected to reach
     shard_mib: int = 15
 
 
 TINY = Sizes(deadline=600.0, plans=(("ceilings", 10, 1), ("speed", 60, 5), ("rewards", 10, 1), ("text", 200, 10),
-                                    ("pusht", 200, 10)),
+                                    ("pusht", 200, 10), ("web", 200, 10)), web_deadline=300.0,
+             web_preset="micro", web_batch=2, web_train_size=16, web_group=2, web_prompts=2, web_completion=8,
+             web_grpo_overhead=0.0, web_grpo_minimum=0.0, web_reserve=0.0, web_episodes=2, web_k=2,
              speed="tiny", speed_compile=False, reward_frames=4, reward_resolution=(64, 64), text_preset="micro",
              text_batch=2, text_train_size=16, text_group=2, text_prompts=2, text_completion=8, text_eval=4,
              text_reserve=0.0, text_grpo_overhead=0.0, text_grpo_minimum=0.0, trainer_eval=2, pusht_preset="tiny", pusht_episodes=12, pusht_batch=2, pusht_group=2, pusht_prompts=2,
@@ -497,12 +523,83 @@ def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
             "exported_model": {"folder": "pusht_model", "files": exported}}
 
 
+# -- 6. web (the optional second set) ------------------------------------------------------------
+def stage_web(ctx: Context, budget: float) -> dict[str, Any]:
+    import shutil
+
+    from benchmarks import web_agent
+    from rlvr_envs.core.sizing import preset_cost
+    from rlvr_envs.registration import task_from_env_id
+    from trainers import grpo, sft
+    from trainers.grpo_config import GRPOConfig
+
+    sizes, args, work = ctx.sizes, ctx.args, ctx.work
+    began = time.perf_counter()
+    left = lambda: budget - (time.perf_counter() - began)  # noqa: E731
+    for name in ("web_sft", "web_grpo", "web_agent"):
+        shutil.rmtree(work / name, ignore_errors=True)
+    train_seconds = max(1.0, left() - sizes.web_reserve)
+    probe = task_from_env_id(WEB_ENV, split="test", size=64)
+    example = np.mean([len(probe.prompt_ids(i)) + len(probe.target_ids(i)) + 1 for i in range(len(probe))])
+    cost = preset_cost(sft.TEXT_PRESETS[sizes.web_preset], len(probe.tokenizer), int(example))
+    sft_seconds = train_seconds * sizes.web_sft_share
+    sft_steps = ctx.planned_steps(sft_seconds, cost, sizes.web_batch * example)
+    sft_result = sft.main(sft.Args(env_id=WEB_ENV, from_scratch=True, preset=sizes.web_preset, steps=sft_steps,
+                                   batch_size=sizes.web_batch, lr=7e-4, warmup_steps=20,
+                                   train_size=sizes.web_train_size, eval_size=sizes.trainer_eval, eval_every=10**9,
+                                   checkpoint_every=10**9, max_seconds=sft_seconds, out=str(work / "web_sft"),
+                                   threads=args.threads, seed=0, no_compile=True))
+    grpo_began, grpo_seconds = time.perf_counter(), left() - sizes.web_reserve - sizes.web_grpo_overhead
+    grpo_card = None
+    if grpo_seconds >= sizes.web_grpo_minimum:  # else GRPO is skipped, and so is the rlvr agent
+        grpo_card = grpo.main(GRPOConfig(env_id=WEB_ENV, model=sft_result["final_model"], out=str(work / "web_grpo"),
+                                         steps=sizes.max_steps, max_seconds=grpo_seconds,
+                                         group_size=sizes.web_group, prompts_per_step=sizes.web_prompts,
+                                         max_completion_len=sizes.web_completion, lr=1e-5,
+                                         eval_windows=sizes.trainer_eval, eval_every=10**9, checkpoint_every=10**6,
+                                         threads=args.threads, device=args.device, seed=0,
+                                         env_kwargs=(f"size={sizes.web_train_size}",)))
+    grpo_seconds = time.perf_counter() - grpo_began
+    agents_began = time.perf_counter()
+    table = work / "web_agent"
+    web_agent.main(["--episodes", str(sizes.web_episodes), "--k", str(sizes.web_k), "--batch-episodes",
+                    str(sizes.web_episodes), "--max-new-tokens", str(sizes.web_completion),
+                    "--base-model", sft_result["final_model"], "--device", args.device, "--threads", str(args.threads),
+                    *(["--rlvr-model", grpo_card["final_model"]] if grpo_card else []), "--out", str(table)])
+    report = json.loads((table / "results.json").read_text())
+    runtime = sft_result["train_runtime"] or sft_seconds
+    tokens_per_second = sft_result["steps"] * sizes.web_batch * sft_result["mean_example_tokens"] / runtime
+    return {"preset": sizes.web_preset, "parameters": sft_result["parameters"], "cost": cost.as_dict(),
+            "sft": {"steps": sft_result["steps"], "planned_steps": sft_steps, "train_runtime": round(runtime, 1),
+                    "train_transitions": sizes.web_train_size, "batch": sizes.web_batch,
+                    "train_loss": sft_result["train_loss"], "tokens_per_second_estimate": round(tokens_per_second),
+                    "mfu_estimate": ctx.mfu(tokens_per_second, cost.train_flops_per_token),
+                    "held_out": sft_result.get("held_out")},
+            "grpo": {"steps": grpo_card["steps"], "seconds": round(grpo_seconds, 1), "group_size": sizes.web_group,
+                     "prompts_per_step": sizes.web_prompts, "start": grpo_card.get("start"),
+                     "final": grpo_card.get("final")} if grpo_card else
+                    {"skipped": f"{grpo_seconds:.0f} s left for it, {sizes.web_grpo_minimum:.0f} s needed"},
+            "agents": {"episodes": sizes.web_episodes, "k": sizes.web_k, "seconds": round(time.perf_counter() -
+                                                                                         agents_began, 1),
+                       "summary": report["summary"], "paired": report["paired"], "skipped": report["skipped"]}}
+
+
 # -- the run -----------------------------------------------------------------------------------
 #: exit status of a check the deadline stopped inside a stage (its report holds what was measured)
 DEADLINE_EXIT = 3
 
 STAGES = {"ceilings": stage_ceilings, "speed": stage_speed, "rewards": stage_rewards, "text": stage_text,
-          "pusht": stage_pusht}
+          "pusht": stage_pusht, "web": stage_web}
+
+
+def stage_plan(stages: list[str], sizes: Sizes) -> tuple[list[str], float]:
+    """The stages to run and the default deadline: each set brings its own seconds, and the web set
+    alone also measures the ceilings (its MFU is against the device's own matmul rate)."""
+    web = bool(set(stages) & set(SECOND_SET))
+    if web and "ceilings" not in stages:
+        stages = ["ceilings", *stages]
+    first_set = bool(set(stages) - {"ceilings", *SECOND_SET}) or not web
+    return stages, (sizes.deadline if first_set else 0.0) + (sizes.web_deadline if web else 0.0)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -511,8 +608,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_device_argument(parser)
     parser.add_argument("--tiny", action="store_true", help="the same code path at CPU-test size (about a minute)")
-    parser.add_argument("--stages", default=",".join(STAGES), help=f"comma-separated, of {','.join(STAGES)}")
-    parser.add_argument("--deadline", type=float, help="seconds for the whole check (default 480; tiny 600)")
+    first_set = [name for name in STAGES if name not in SECOND_SET]
+    parser.add_argument("--stages", default=",".join(first_set),
+                        help=f"comma-separated, of {','.join(STAGES)} (default: all but the web set)")
+    parser.add_argument("--deadline", type=float, help="seconds for the whole check (default 480 for the first set "
+                                                       "and 240 for the web set, added when both run; tiny 600 + 300)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=str(RESULTS), help="where gpu_check.json, gpu_check.md and the model go")
     parser.add_argument("--work", default="runs/gpu_check", help="models and data of the training stages")
@@ -525,13 +625,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.deadline is not None and not args.deadline > 0:
         parser.error(f"--deadline must be > 0 seconds, got {args.deadline}")
     sizes = TINY if args.tiny else Sizes()
-    deadline = Deadline(args.deadline or sizes.deadline)
+    stages, default_deadline = stage_plan(stages, sizes)
+    args.deadline = args.deadline or default_deadline
+    deadline = Deadline(args.deadline)
     run = setup_device(args.device, threads=args.threads)
     out, work = Path(args.out), Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     report = Report(out, argv, args, sizes, run.device)
     report.data["precision"] = run.describe()
-    report.data["deadline_seconds"] = args.deadline or sizes.deadline
+    report.data["deadline_seconds"] = args.deadline
     ctx = Context(sizes, args, run, work, out)
     plans = {name: (planned, minimum) for name, planned, minimum in sizes.plans}
     began = deadline.clock()
@@ -651,6 +753,22 @@ def markdown(data: dict[str, Any]) -> str:
                 lines.append(f"| {model} | " + " | ".join(_f(v.get("mean"), 3) for v in metrics.values()) + " |")
             lines += ["", f"The GRPO model, bf16: `{result['exported_model']['folder']}/` "
                       f"({', '.join(result['exported_model']['files'])}).", ""]
+        elif name == "web":
+            sft_, grpo_, agents = result["sft"], result["grpo"], result["agents"]
+            lines += [f"MiniWeb SFT of the {result['preset']} preset ({result['parameters'] / 1e6:.1f}M) on "
+                      f"{sft_['train_transitions']} fresh transitions, batch {sft_['batch']}: {sft_['steps']} steps "
+                      f"(planned {sft_['planned_steps']}) in {sft_['train_runtime']} s, "
+                      f"~{sft_['tokens_per_second_estimate']:,} tokens/s, MFU {_pct(sft_['mfu_estimate'])} (estimate); "
+                      "GRPO " + (f"skipped ({grpo_['skipped']})" if "skipped" in grpo_ else
+                                 f"{grpo_['steps']} steps of {grpo_['prompts_per_step']} x {grpo_['group_size']} in "
+                                 f"{grpo_['seconds']} s") + f". Web agents on {agents['episodes']} goal episodes, "
+                      f"k {agents['k']} ({agents['seconds']} s; 95% Wilson intervals):", "",
+                      "| agent | success | 95% | unparsable predictions |", "|---|---:|---|---:|"]
+            for agent, row in agents["summary"].items():
+                lines.append(f"| {agent} | {row['success_rate']:.3f} | {_interval(row['ci95'])} | "
+                             f"{row['unparsable']}/{row['predictions']} |")
+            lines += [f"| {agent} | skipped: {why} | | |" for agent, why in agents["skipped"].items()]
+            lines.append("")
     lines.append(f"Total {data.get('total_seconds', '?')} s of the {data.get('deadline_seconds')} s deadline.")
     return "\n".join(lines) + "\n"
 

@@ -21,6 +21,10 @@ Writes OUT/results.json (config, command, machine, per-episode rows, per-agent s
 its Wilson 95% interval, seconds per episode, unparsable candidate predictions) and
 OUT/success.png (default OUT: benchmarks/results/web_agent/), rewritten after each agent.
 
+Episodes run `--batch-episodes` at a time in lockstep (`rlvr_envs.web.agent.run_episodes`): each
+step, a language world model decodes the candidates of every running episode in one batch, on
+`--device` (a GPU takes all 100 episodes at once).
+
 Agents can run as separate processes (one thread each) and be joined afterwards:
 
     python -m benchmarks.web_agent --agents policy,base,oracle --base-model DIR --out runs/web_agent/base ...
@@ -62,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                           "else the embedded MiniWeb one)")
     parser.add_argument("--max-new-tokens", type=int, default=512, help="response budget of the language models")
     parser.add_argument("--threads", type=int, default=2, help="torch threads for the language models")
+    parser.add_argument("--batch-episodes", type=int, default=20,
+                        help="episodes run in lockstep: a world model decodes all their candidates of a step at once")
+    from rlvr_envs.core.device import add_device_argument
+
+    add_device_argument(parser)
     parser.add_argument("--out", default=str(RESULTS), help="output folder")
     return parser
 
@@ -71,8 +80,8 @@ def validate(args: argparse.Namespace) -> list[str]:
     unknown = [a for a in agents if a not in AGENTS]
     if not agents or unknown:
         raise SystemExit(f"--agents must be a subset of {','.join(AGENTS)}, got {args.agents!r}")
-    if args.episodes < 1 or args.k < 1 or args.max_new_tokens < 1 or args.threads < 1:
-        raise SystemExit("--episodes, --k, --max-new-tokens and --threads must be positive")
+    if min(args.episodes, args.k, args.max_new_tokens, args.threads, args.batch_episodes) < 1:
+        raise SystemExit("--episodes, --k, --max-new-tokens, --threads and --batch-episodes must be positive")
     if not 0.0 <= args.noise <= 1.0:
         raise SystemExit(f"--noise must be in [0, 1], got {args.noise}")
     for flag in ("base_model", "rlvr_model"):
@@ -122,28 +131,40 @@ def plot(summary: dict[str, dict[str, Any]], title: str, path: Path) -> None:
                                         "oracle": "tab:green"})
 
 
-def make_agent(name: str, env: Any, args: argparse.Namespace):
-    from rlvr_envs.web.agent import LanguageWorldModel, ModelPredictiveAgent, OracleWorldModel, ScriptedProposer
+def world_model_for(name: str, args: argparse.Namespace, device: Any = None):
+    """The language world model an agent shares across its episodes (None for policy and oracle)."""
+    if name not in ("base", "rlvr"):
+        return None
+    import torch
+
+    from rlvr_envs.web.agent import LanguageWorldModel
+
+    torch.set_num_threads(args.threads)
+    model = args.base_model if name == "base" else args.rlvr_model
+    return LanguageWorldModel(model, args.tokenizer, max_new_tokens=args.max_new_tokens, device=device,
+                              batch_size=args.batch_episodes * args.k)
+
+
+def make_agent(name: str, env: Any, args: argparse.Namespace, world_model: Any = None):
+    """Agent `name` bound to `env` (its proposer reads that env's true page); base and rlvr use `world_model`."""
+    from rlvr_envs.web.agent import ModelPredictiveAgent, OracleWorldModel, ScriptedProposer
 
     proposer = ScriptedProposer(env, args.noise)
     if name == "policy":
         return ModelPredictiveAgent(proposer, None, k=1)
     if name == "oracle":
         return ModelPredictiveAgent(proposer, OracleWorldModel(env), k=args.k)
-    import torch
-
-    torch.set_num_threads(args.threads)
-    model = args.base_model if name == "base" else args.rlvr_model
-    world_model = LanguageWorldModel(model, args.tokenizer, max_new_tokens=args.max_new_tokens)
     return ModelPredictiveAgent(proposer, world_model, k=args.k)
 
 
 def write_report(out: Path, argv: list[str], args: argparse.Namespace, env: Any, agents: list[str],
-                 skipped: dict[str, str], summary: dict[str, dict[str, Any]], rows: list[dict[str, Any]]) -> None:
+                 skipped: dict[str, str], summary: dict[str, dict[str, Any]], rows: list[dict[str, Any]],
+                 device: Any = None) -> None:
     """OUT/results.json (and success.png) for the agents finished so far."""
     report = {
         "command": "python -m benchmarks.web_agent " + " ".join(shlex.quote(a) for a in argv),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, CPU, torch threads {args.threads}",
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+                   + (f"{device.type.upper()}, " if device is not None else "CPU, ") + f"torch threads {args.threads}",
         "date": time.strftime("%Y-%m-%d %H:%M"),
         "config": {**vars(args), "agents": agents, "kinds": list(env.config.goal_kinds()),
                    "value": "rlvr_envs.web.agent.rule_value", "proposer": "ScriptedProposer (noisy scripted expert)",
@@ -199,7 +220,7 @@ def merge(directories: list[str], out: Path = RESULTS) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     from tqdm.auto import tqdm
 
-    from rlvr_envs.web.agent import run_episode
+    from rlvr_envs.web.agent import run_episodes
     from rlvr_envs.web.goals import MiniWebGoalEnv
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -232,18 +253,30 @@ def main(argv: list[str] | None = None) -> int:
     agents = [a for a in agents if a not in skipped]
     rows: list[dict[str, Any]] = []
     summary: dict[str, dict[str, Any]] = {}
+    device = None
+    if any(name in ("base", "rlvr") for name in agents):
+        from rlvr_envs.core.device import setup_device
+
+        device = setup_device(args.device, threads=args.threads).device
+    envs = [env] + [MiniWebGoalEnv(seed=args.seed, max_steps=args.max_steps, kinds=kinds)
+                    for _ in range(min(args.batch_episodes, args.episodes) - 1)]
     for name in agents:
-        agent = make_agent(name, env, args)
+        world_model = world_model_for(name, args, device)
         mine = []
-        for index in tqdm(range(args.episodes), desc=f"agent {name}"):
-            # every agent meets the same episodes with the same proposer seed (paired comparison)
-            row = run_episode(env, agent, index, seed=args.agent_seed * 1_000_003 + index)
-            mine.append({"agent": name, **row})
+        with tqdm(total=args.episodes, desc=f"agent {name}") as progress:
+            for first in range(0, args.episodes, len(envs)):
+                # every agent meets the same episodes with the same proposer seeds (paired comparison)
+                indices = list(range(first, min(args.episodes, first + len(envs))))
+                batch = envs[:len(indices)]
+                mine += [{"agent": name, **row} for row in run_episodes(
+                    batch, [make_agent(name, e, args, world_model) for e in batch], indices,
+                    [args.agent_seed * 1_000_003 + index for index in indices])]
+                progress.update(len(indices))
         rows += mine
         summary[name] = summarize(mine)
-        write_report(out, argv, args, env, agents, skipped, summary, rows)  # a kill keeps the finished agents
+        write_report(out, argv, args, env, agents, skipped, summary, rows, device)  # a kill keeps finished agents
     if not summary:
-        write_report(out, argv, args, env, agents, skipped, summary, rows)
+        write_report(out, argv, args, env, agents, skipped, summary, rows, device)
     print(f"{'agent':<8} {'success':>8} {'95% CI':>15} {'s/episode':>10} {'unparsable':>11}")
     for name, s in summary.items():
         interval = f"[{s['ci95'][0]:.3f}, {s['ci95'][1]:.3f}]"

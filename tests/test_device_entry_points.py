@@ -20,7 +20,7 @@ COMMANDS = {"plan": ["--out", "x"], "policy-eval": ["--out", "x"]}
 #: benchmarks that run a model (argparse inside `main(argv)`)
 BENCHMARKS = ("video_generation", "video_world_models", "planning_agreement", "learned_sim_fidelity", "grpo_pusht",
               "best_of_n_scaling", "repetition_table", "rl_algorithms", "grpo_ablations", "compressed_tokenizer",
-              "metrics_throughput", "gpu_check")
+              "metrics_throughput", "gpu_check", "web_agent")
 
 
 @pytest.fixture
@@ -125,13 +125,15 @@ def test_gpu_check_tiny_runs_every_stage_on_cpu_and_writes_json_and_markdown(tmp
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "PYTHONPATH": str(repo)}
     command = [sys.executable, "-m", "benchmarks.gpu_check", "--device", "cpu", "--tiny", "--threads", "1",
-               "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work")]
-    done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+               "--stages", "ceilings,speed,rewards,text,pusht,web", "--out", str(tmp_path / "out"),
+               "--work", str(tmp_path / "work")]
+    done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
     stages = report["stages"]
     assert not [name for name, result in stages.items() if "error" in result or "skipped" in result], stages
-    assert list(stages) == ["ceilings", "speed", "rewards", "text", "pusht", "_total"]
+    assert list(stages) == ["ceilings", "speed", "rewards", "text", "pusht", "web", "_total"]
+    assert report["deadline_seconds"] == 600 + 300  # the web set brings its own deadline
     assert stages["ceilings"]["matmul_flops"] > 0 and stages["ceilings"]["copy_bytes_per_second"] > 0
     decoding = stages["speed"]["decoding"]
     assert set(decoding["engines"]) == {"eager", "static"} and decoding["greedy_tokens_equal"] == 1.0
@@ -146,7 +148,12 @@ def test_gpu_check_tiny_runs_every_stage_on_cpu_and_writes_json_and_markdown(tmp
     assert "true_sim" in pusht["planning_agreement"]["summary"] and pusht["grpo"]["steps"] >= 1
     assert pusht["grpo"]["median_step_seconds"] > 0 and pusht["mle"]["mfu"] > 0
     assert all(stage["stage_seconds"] <= stage["budget_seconds"] + 1 for stage in
-               (stages[name] for name in ("ceilings", "speed", "rewards", "text", "pusht")))
+               (stages[name] for name in ("ceilings", "speed", "rewards", "text", "pusht", "web")))
+    web = stages["web"]  # SFT, GRPO from it, then the four agents on the same episodes
+    assert web["grpo"]["steps"] >= 1 and web["sft"]["mfu_estimate"] > 0
+    assert list(web["agents"]["summary"]) == ["policy", "base", "rlvr", "oracle"] and not web["agents"]["skipped"]
+    assert all(len(row["ci95"]) == 2 and row["episodes"] == 2 for row in web["agents"]["summary"].values())
+    assert "| oracle |" in (tmp_path / "out" / "gpu_check.md").read_text()
     # the exported model is what the device run brings back: shards, config, index; it loads as a world model
     files = sorted(p.name for p in (tmp_path / "out").rglob("*") if p.is_file())
     assert len(files) <= 8 and "config.json" in files and "gpu_check.md" in files, files
@@ -195,6 +202,16 @@ def test_language_grpo_names_the_way_to_pick_a_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
     with pytest.raises(ValueError, match="CUDA_VISIBLE_DEVICES=1 and --device cuda"):
         main(Args(env_id="RLVRWorld/MiniTextWorld-v0", model="some/model", device="cuda:1"))
+
+
+def test_gpu_check_web_set_brings_its_own_deadline_and_the_ceilings():
+    from benchmarks.gpu_check import Sizes, stage_plan
+
+    sizes = Sizes()
+    assert stage_plan(["ceilings", "text"], sizes) == (["ceilings", "text"], 480.0)
+    assert stage_plan(["web"], sizes) == (["ceilings", "web"], 240.0)  # MFU needs the measured matmul rate
+    assert stage_plan(["ceilings", "pusht", "web"], sizes) == (["ceilings", "pusht", "web"], 720.0)
+    assert stage_plan(["ceilings"], sizes) == (["ceilings"], 480.0)
 
 
 def test_gpu_check_deadline_fires_its_hard_stop():

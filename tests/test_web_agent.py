@@ -9,7 +9,8 @@ import random
 import pytest
 
 from rlvr_envs.web.agent import (MISTAKE, PROGRESS, SUCCESS, UNKNOWN_VALUE, LanguageWorldModel, ModelPredictiveAgent,
-                                 OracleWorldModel, ScriptedProposer, rule_value, run_episode)
+                                 OracleWorldModel, ScriptedProposer, rule_value, run_episode,
+                                 run_episodes)
 from rlvr_envs.web.goals import MiniWebGoalEnv
 
 
@@ -165,6 +166,45 @@ def test_a_world_model_that_never_parses_falls_back_to_the_proposer():
         ModelPredictiveAgent(proposer, None, k=0)
 
 
+class BatchedOracle:
+    """The true simulator behind `predict_requests`, as a batched language model is called: one call
+    for many episodes' candidates (each request read on the env whose page it names)."""
+
+    def __init__(self, envs):
+        self.envs, self.calls = envs, []
+
+    def predict_requests(self, requests):
+        self.calls.append(len(requests))
+        out = []
+        for page, action, goal, url, previous in requests:
+            env = next(e for e in self.envs if e.browser.text() == page)
+            out.append(OracleWorldModel(env)(page, action, goal, url, previous))
+        return out
+
+
+def test_episodes_in_lockstep_decide_as_one_at_a_time_with_one_prediction_call_per_step():
+    indices = [0, 1, 2, 3, 4, 5]
+    alone = []
+    for index in indices:
+        env = MiniWebGoalEnv()
+        alone.append(run_episode(env, ModelPredictiveAgent(ScriptedProposer(env, 0.5), OracleWorldModel(env), k=3),
+                                 index, seed=index))
+    envs = [MiniWebGoalEnv() for _ in indices]
+    shared = BatchedOracle(envs)
+    together = run_episodes(envs, [ModelPredictiveAgent(ScriptedProposer(e, 0.5), shared, k=3) for e in envs],
+                            indices, indices)
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "seconds"} for r in rows]  # noqa: E731
+    assert strip(together) == strip(alone)
+    assert len(shared.calls) == max(r["steps"] for r in alone)  # one call per lockstep step, however many episodes
+    assert shared.calls[0] >= len(indices) and sum(shared.calls) == sum(r["predictions"] for r in together)
+    policy = [run_episode(e, ModelPredictiveAgent(ScriptedProposer(e, 0.5), None, k=1), i, seed=i)
+              for e, i in zip(envs, indices)]
+    assert strip(run_episodes(envs, [ModelPredictiveAgent(ScriptedProposer(e, 0.5), None, k=1) for e in envs],
+                              indices, indices)) == strip(policy)
+    with pytest.raises(ValueError, match="one env, agent, index and seed"):
+        run_episodes(envs, [], indices, indices)
+
+
 # -- the language world model --------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=1)
@@ -221,6 +261,29 @@ def test_a_prompt_longer_than_the_model_predicts_unknown():
     obs = observation(env)
     long_page = obs["page"] + "\n" + "\t[5] StaticText 'filler'" * 400
     assert world_model.predict_many(long_page, ["go_back", "scroll [down]"], obs["goal"], obs["url"], []) == [None, None]
+    # in a batch of many episodes' requests, only the one too long is unknown: the others still decode
+    world_model.predict_requests([(long_page, "go_back", obs["goal"], obs["url"], ()),
+                                  (obs["page"], "go_back", obs["goal"], obs["url"], ())])
+    assert world_model.last_responses[0] == "" and world_model.last_responses[1] != ""
+
+
+def test_a_shipped_language_model_decides_the_same_batched_across_episodes():
+    from rlvr_envs.core.paths import ASSETS
+
+    world_model = LanguageWorldModel(str(ASSETS / "web" / "miniweb_sft_model"), max_new_tokens=64, batch_size=3)
+    indices = [0, 1]
+    alone = []
+    for index in indices:
+        env = MiniWebGoalEnv(max_steps=4)
+        alone.append(run_episode(env, ModelPredictiveAgent(ScriptedProposer(env, 0.5), world_model, k=2), index,
+                                 seed=index))
+    envs = [MiniWebGoalEnv(max_steps=4) for _ in indices]
+    together = run_episodes(envs, [ModelPredictiveAgent(ScriptedProposer(e, 0.5), world_model, k=2) for e in envs],
+                            indices, indices)
+    assert [r["predictions"] for r in together] == [r["predictions"] for r in alone] and sum(
+        r["predictions"] for r in alone) > 0
+    assert [(r["success"], r["steps"], r["unparsable"]) for r in together] == \
+        [(r["success"], r["steps"], r["unparsable"]) for r in alone]
 
 
 # -- the benchmark --------------------------------------------------------------------------------------------

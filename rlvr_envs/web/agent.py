@@ -14,7 +14,8 @@ so an LLM proposer, another world model, a learned value or real WebArena can ta
   not parse; ours: `OracleWorldModel` (the true simulator) and `LanguageWorldModel` (a
   causal LM prompted exactly as `RLVRWorld/MiniWeb-v0` prompts it). A world model may also
   have `predict_many(page, actions, goal, url, previous_actions)` to predict all candidates
-  in one batch;
+  in one batch, and `predict_requests` to predict many episodes' candidates at once
+  (`run_episodes`);
 * value `(prediction, goal, page) -> float`: how far the predicted change advances the
   goal; ours, `rule_value`, is rule-based (rules in its docstring).
 
@@ -118,7 +119,8 @@ class LanguageWorldModel:
     task's "compact"), with the goal text as the objective and the previous actions as
     MiniWeb-v0 records them (`['None', a1, a2]`, the last `history` actions, 2 as in the
     task's default generator), tokenized without special tokens as `TextTask` does. All
-    candidates of a step are generated greedily in one left-padded batch; an answer that
+    candidates of a step (of every running episode, under `run_episodes`) are generated
+    greedily in left-padded batches of up to `batch_size` prompts; an answer that
     `changes.parse_changes` cannot read (or a prompt too long for the model) predicts None.
 
     `model`: a directory of a Hugging Face causal LM (e.g. `runs/sft_miniweb/final`) or a
@@ -127,7 +129,7 @@ class LanguageWorldModel:
     """
 
     def __init__(self, model: Any, tokenizer: Any = None, prompt: str | None = None, history: int | None = None,
-                 max_new_tokens: int = 512, device: str | None = None):
+                 max_new_tokens: int = 512, device: str | None = None, batch_size: int = 64):
         from pathlib import Path
 
         from rlvr_envs.core.tokenizers import load_tokenizer
@@ -137,9 +139,10 @@ class LanguageWorldModel:
         self.prompt_style = defaults.prompt if prompt is None else prompt
         prompt_template(self.prompt_style)  # fails early, naming the choices
         self.history = defaults.history if history is None else int(history)
-        if self.history < 0 or max_new_tokens < 1:
-            raise ValueError(f"history must be >= 0 and max_new_tokens >= 1, got {self.history}, {max_new_tokens}")
-        self.max_new_tokens = int(max_new_tokens)
+        if self.history < 0 or max_new_tokens < 1 or batch_size < 1:
+            raise ValueError(f"history must be >= 0, max_new_tokens and batch_size >= 1, got {self.history}, "
+                             f"{max_new_tokens}, {batch_size}")
+        self.max_new_tokens, self.batch_size = int(max_new_tokens), int(batch_size)
         if isinstance(model, (str, Path)):
             path = Path(model).expanduser()
             if not (path / "config.json").is_file():
@@ -188,16 +191,29 @@ class LanguageWorldModel:
 
     def predict_many(self, page: str, actions: Sequence[str], goal: str, url: str,
                      previous_actions: Sequence[str]) -> list[ChangeList | None]:
+        return self.predict_requests([(page, action, goal, url, previous_actions) for action in actions])
+
+    def predict_requests(self, requests: Sequence[tuple[str, str, str, str, Sequence[str]]]) -> list[ChangeList | None]:
+        """One prediction per `(page, action, goal, url, previous_actions)`, decoded greedily in left-padded
+        batches of at most `batch_size` prompts of similar length (many episodes' candidates at once)."""
+        prompts = [self.tokenizer(self.prompt(*request), add_special_tokens=False)["input_ids"] for request in requests]
+        limit = getattr(self.model.config, "max_position_embeddings", None)
+        responses = [""] * len(prompts)  # a prompt that alone fills the model's context predicts nothing
+        fits = [i for i, p in enumerate(prompts) if not isinstance(limit, int) or len(p) < limit]
+        fits.sort(key=lambda i: len(prompts[i]))
+        fitting = set(fits)
+        for at in range(0, len(fits), self.batch_size):
+            chunk = fits[at:at + self.batch_size]
+            for i, text in zip(chunk, self._generate([prompts[i] for i in chunk], limit)):
+                responses[i] = text
+        self.last_responses = responses
+        return [_parse(text) if i in fitting else None for i, text in enumerate(responses)]
+
+    def _generate(self, prompts: list[list[int]], limit: int | None) -> list[str]:
         import torch
 
-        prompts = [self.tokenizer(self.prompt(page, a, goal, url, previous_actions), add_special_tokens=False)
-                   ["input_ids"] for a in actions]
         width = max(len(p) for p in prompts)
-        limit = getattr(self.model.config, "max_position_embeddings", None)
         new_tokens = self.max_new_tokens if not isinstance(limit, int) else min(self.max_new_tokens, limit - width)
-        if new_tokens < 1:  # the prompt alone fills the model's context: nothing can be predicted
-            self.last_responses = [""] * len(actions)
-            return [None] * len(actions)
         ids = torch.full((len(prompts), width), self.pad, dtype=torch.long)
         mask = torch.zeros((len(prompts), width), dtype=torch.long)
         for row, prompt in enumerate(prompts):
@@ -212,8 +228,7 @@ class LanguageWorldModel:
         for row in out[:, width:].tolist():
             row = row[: row.index(self.eos)] if self.eos in row else row
             responses.append(self.tokenizer.decode(row, skip_special_tokens=True))
-        self.last_responses = responses
-        return [_parse(text) for text in responses]
+        return responses
 
 
 def _parse(text: str) -> ChangeList | None:
@@ -407,20 +422,33 @@ class ModelPredictiveAgent:
         self.rng = random.Random(seed)
         self.previous_actions: list[str] = []
 
-    def act(self, observation: dict[str, str]) -> str:
+    def propose(self, observation: dict[str, str]) -> list[str]:
+        """This step's candidate actions (the proposer's; the policy alone acts on the first)."""
         candidates = list(self.proposer(observation, self.k, self.rng))
         if not candidates:
             raise ValueError("the proposer returned no candidate action")
         self.stats["steps"] += 1
+        return candidates
+
+    def predict(self, observation: dict[str, str], candidates: Sequence[str]) -> list[ChangeList | None]:
+        """The world model's prediction for each candidate (in one batch where it has `predict_many`)."""
+        args = (observation["page"], candidates, observation["goal"], observation["url"], self.previous_actions)
+        batch = getattr(self.world_model, "predict_many", None)
+        if batch is not None:
+            return list(batch(*args))
+        return [self.world_model(args[0], c, *args[2:]) for c in candidates]
+
+    def requests(self, observation: dict[str, str], candidates: Sequence[str]) -> list[tuple]:
+        """What `predict` asks of the world model, as `LanguageWorldModel.predict_requests` rows."""
+        return [(observation["page"], c, observation["goal"], observation["url"], tuple(self.previous_actions))
+                for c in candidates]
+
+    def choose(self, observation: dict[str, str], candidates: Sequence[str],
+               predictions: Sequence[ChangeList | None]) -> str:
+        """The candidate with the highest value of its prediction (the first without a world model)."""
         if self.world_model is None:
             choice, predictions, values = 0, [], []
         else:
-            args = (observation["page"], candidates, observation["goal"], observation["url"], self.previous_actions)
-            batch = getattr(self.world_model, "predict_many", None)
-            if batch is not None:
-                predictions = list(batch(*args))
-            else:
-                predictions = [self.world_model(args[0], c, *args[2:]) for c in candidates]
             if len(predictions) != len(candidates):
                 raise ValueError(f"the world model returned {len(predictions)} predictions for {len(candidates)} "
                                  f"candidates")
@@ -429,27 +457,68 @@ class ModelPredictiveAgent:
             self.stats["predictions"] += len(predictions)
             self.stats["unparsable"] += sum(p is None for p in predictions)
             choice = max(range(len(candidates)), key=lambda i: (values[i], -i))
-        self.last = {"candidates": candidates, "predictions": predictions, "values": values, "choice": choice}
+        self.last = {"candidates": list(candidates), "predictions": list(predictions), "values": values,
+                     "choice": choice}
         action = candidates[choice]
         self.previous_actions.append(action)
         return action
+
+    def act(self, observation: dict[str, str]) -> str:
+        candidates = self.propose(observation)
+        predictions = [] if self.world_model is None else self.predict(observation, candidates)
+        return self.choose(observation, candidates, predictions)
 
 
 def run_episode(env: Any, agent: ModelPredictiveAgent, index: int, seed: int = 0) -> dict[str, Any]:
     """One goal episode of `agent` on `env` (episode `index`, agent seeded with `seed`): a row
     with the outcome, steps, rejected actions, predictions, unparsable ones and seconds."""
+    return run_episodes([env], [agent], [index], [seed])[0]
+
+
+def run_episodes(envs: Sequence[Any], agents: Sequence[ModelPredictiveAgent], indices: Sequence[int],
+                 seeds: Sequence[int]) -> list[dict[str, Any]]:
+    """Episodes in lockstep, episode i on `envs[i]` by `agents[i]`: one `run_episode` row each.
+
+    Why: a language world model is fast when it decodes many prompts at once. When the agents
+    share one world model with `predict_requests`, every step predicts the candidates of all
+    running episodes in one call; otherwise each agent predicts its own. Each agent decides
+    exactly as alone; a batched language model may differ from one batch per step only by
+    floating-point rounding across batch shapes. A row's `seconds` is the batch's wall time over
+    its episodes.
+    """
+    if not len(envs) == len(agents) == len(indices) == len(seeds):
+        raise ValueError("run_episodes needs one env, agent, index and seed per episode")
     start = time.perf_counter()
-    before = dict(agent.stats)
-    observation, info = env.reset(options={"index": int(index)})
-    agent.reset(seed)
-    success, steps, invalid = False, 0, 0
-    done = False
-    while not done:
-        observation, reward, terminated, truncated, step_info = env.step(agent.act(observation))
-        success, steps, invalid = bool(step_info["success"]), step_info["steps"], step_info["invalid_actions"]
-        done = terminated or truncated
-    return {"index": int(index), "site": info["site"], "goal_kind": info["goal_kind"], "success": success,
-            "steps": steps, "invalid_actions": invalid,
-            "predictions": agent.stats["predictions"] - before["predictions"],
-            "unparsable": agent.stats["unparsable"] - before["unparsable"],
-            "seconds": time.perf_counter() - start}
+    befores = [dict(agent.stats) for agent in agents]
+    observations, rows = [], []
+    for env, agent, index, seed in zip(envs, agents, indices, seeds):
+        observation, info = env.reset(options={"index": int(index)})
+        agent.reset(seed)
+        observations.append(observation)
+        rows.append({"index": int(index), "site": info["site"], "goal_kind": info["goal_kind"], "success": False,
+                     "steps": 0, "invalid_actions": 0})
+    shared = agents[0].world_model if agents else None
+    batched = hasattr(shared, "predict_requests") and all(agent.world_model is shared for agent in agents)
+    running = list(range(len(envs)))
+    while running:
+        candidates = {i: agents[i].propose(observations[i]) for i in running}
+        if batched:
+            flat = shared.predict_requests([r for i in running for r in agents[i].requests(observations[i],
+                                                                                             candidates[i])])
+            predictions, at = {}, 0
+            for i in running:
+                predictions[i], at = flat[at:at + len(candidates[i])], at + len(candidates[i])
+        else:
+            predictions = {i: [] if agents[i].world_model is None else agents[i].predict(observations[i], candidates[i])
+                           for i in running}
+        for i in list(running):
+            action = agents[i].choose(observations[i], candidates[i], predictions[i])
+            observations[i], _, terminated, truncated, info = envs[i].step(action)
+            rows[i].update(success=bool(info["success"]), steps=info["steps"], invalid_actions=info["invalid_actions"])
+            if terminated or truncated:
+                running.remove(i)
+    seconds = (time.perf_counter() - start) / max(1, len(envs))
+    for row, agent, before in zip(rows, agents, befores):
+        row.update(predictions=agent.stats["predictions"] - before["predictions"],
+                   unparsable=agent.stats["unparsable"] - before["unparsable"], seconds=seconds)
+    return rows
