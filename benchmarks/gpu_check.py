@@ -13,7 +13,7 @@ killed run loses nothing already measured:
    + CUDA graphs (tokens/s, share of the memory floor) and the MLE training step eager vs compiled
    (tokens/s, MFU against stage 1's matmul rate).
 3. rewards: -(L1 + LPIPS) of 256x320 frames, one batched call vs one call per frame (goal >= 5x).
-4. text: MiniTextWorld SFT of the ~57M "medium" text preset (eager: see `Sizes.text_compile`) on fresh
+4. text: MiniTextWorld SFT of the ~57M "medium" text preset (compiled on CUDA, fixed-length batches) on fresh
    procedural transitions, then GRPO with groups of 16; held-out exact accuracy on changed and
    unchanged transitions with 95% Wilson intervals, next to the shipped CPU models (paired tests).
 5. pusht: PushT single-step with the ~22M "base" world model: MLE on freshly generated episodes,
@@ -83,8 +83,9 @@ class Sizes:
     text_completion: int = 256
     text_eval: int = 128
     text_reserve: float = 35.0  #: seconds kept for the four held-out evaluations
-    #: TRL's batches vary in length, so a compiled model recompiles for new shapes (2 steps took 87 s on an H200)
-    text_compile: bool = False
+    #: compiled SFT pads every batch to the longest example (`trainers.sft` `fixed_length`): TRL's batches vary in
+    #: length, and a compiled model recompiled for each new shape (2 steps took 87 s on an H200)
+    text_compile: bool = True
     text_grpo_overhead: float = 25.0  #: GRPO's loading and its own start/end evaluations
     text_grpo_minimum: float = 20.0  #: fewer seconds of GRPO than this are skipped
     trainer_eval: int = 16  #: the trainers' own end-of-run evaluations (the check evaluates text_eval itself)
@@ -708,7 +709,8 @@ def markdown(data: dict[str, Any]) -> str:
                       f"the two {result['max_reward_difference']:.2e}.", ""]
         elif name == "text":
             sft_ = result["sft"]
-            path = ("compiled" if sft_["compiled"] else "eager") + ", padded batches"
+            path = "compiled, every batch padded to the longest example" if sft_["compiled"] else \
+                "eager, each batch padded to its longest example"
             lines += [f"SFT of the {result['preset']} preset ({result['parameters'] / 1e6:.1f}M) on "
                       f"{result['train_transitions']} transitions, batch {sft_['batch']} ({path}): {sft_['steps']} steps "
                       f"(planned {sft_['planned_steps']}) "

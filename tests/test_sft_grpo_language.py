@@ -110,6 +110,31 @@ def test_prompt_loss_decides_whether_prompt_tokens_carry_labels(prompt_loss, tmp
         assert labels[:prompt] == task.prompt_ids(3).tolist()
 
 
+def test_fixed_length_batches_have_one_shape_and_the_same_loss(tmp_path):
+    """What a compiled SFT model sees (one shape, padded to the longest example): the padding carries
+    no label, so the loss on a batch is the plain batch's."""
+    import torch
+    from trl import SFTTrainer
+
+    from rlvr_envs.registration import task_from_env_id
+    from trainers.sft import build_text_model, sft_config, sft_dataset
+
+    task = task_from_env_id(ENV_ID, split="train", size=8)
+    longest = task.max_prompt_len + task.max_response_len + 1
+    model = build_text_model(task.tokenizer, "micro").eval()
+    losses, shapes = [], []
+    for fixed in (False, True):
+        args = sft_args(tmp_path / str(fixed), fixed_length=fixed).validate()
+        trainer = SFTTrainer(model=model, args=sft_config(args, longest=longest),
+                             train_dataset=sft_dataset(task, [1, 3, 5]), processing_class=task.tokenizer)
+        batch = trainer.data_collator([trainer.train_dataset[i] for i in range(3)])
+        shapes.append(tuple(batch["input_ids"].shape))
+        with torch.no_grad():
+            losses.append(model(**{k: batch[k] for k in ("input_ids", "attention_mask", "labels")}).loss.item())
+    assert shapes[1] == (3, longest) and shapes[0][1] < longest
+    assert losses[1] == pytest.approx(losses[0], rel=1e-5)
+
+
 def test_grpo_language_runs_and_resumes(sft_model, tmp_path):
     from trainers.grpo import main
 
