@@ -44,7 +44,10 @@ def _start_generator(out: Path, episodes: int = 10) -> tuple[subprocess.Popen, l
     command = [sys.executable, "-m", "rlvr_envs.cli", "data", "pusht", "--episodes", str(episodes), "--out", str(out),
                "--resolution", "16", "--max-steps", "30", "--workers", "2", "--no-progress"]
     env = {**os.environ, "PYGAME_HIDE_SUPPORT_PROMPT": "1"}
-    parent = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # SIGINT as in a terminal: a suite started in the background (`nohup`, `cmd &`) passes its children
+    # SIGINT ignored, and Python then never raises KeyboardInterrupt (the run went on generating)
+    parent = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + EVENT_TIMEOUT
     while time.monotonic() < deadline:
         if parent.poll() is not None:
@@ -55,6 +58,21 @@ def _start_generator(out: Path, episodes: int = 10) -> tuple[subprocess.Popen, l
         time.sleep(0.02)
     parent.kill()
     pytest.fail(f"no workers and episode file within {EVENT_TIMEOUT} s")
+
+
+def _where(pids: list[int]) -> str:
+    """Each process's state and, per thread, the kernel function it waits in (for a failure message)."""
+    parts = []
+    for pid in pids:
+        try:
+            state = next(line for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                         if line.startswith("State:"))
+            threads = {task.name: (task / "wchan").read_text() or "-" for task in Path(f"/proc/{pid}/task").iterdir()}
+        except (OSError, StopIteration):
+            parts.append(f"pid {pid}: gone")
+            continue
+        parts.append(f"pid {pid}: {state.split(':', 1)[1].strip()}, threads waiting in {threads}")
+    return "; ".join(parts)
 
 
 def _wait_gone(pids: list[int], seconds: float) -> list[int]:
@@ -93,7 +111,13 @@ def test_interrupting_the_generator_stops_workers_and_exits_130(tmp_path):
     # by load could find the run already finished (exit 0) when it got round to interrupting.
     parent, workers = _start_generator(tmp_path / "pusht", episodes=100_000)
     parent.send_signal(signal.SIGINT)  # the parent only, as `kill -INT`; Ctrl-C would reach workers too
-    assert parent.wait(timeout=EVENT_TIMEOUT) == 130
+    try:
+        code = parent.wait(timeout=EVENT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        where = _where([parent.pid, *workers])
+        parent.kill()
+        pytest.fail(f"no exit within {EVENT_TIMEOUT} s of SIGINT; {where}; stderr: {parent.stderr.read().decode()[-2000:]}")
+    assert code == 130
     assert "interrupted" in parent.stderr.read().decode()
     assert _wait_gone(workers, EVENT_TIMEOUT) == []  # the parent joins them before it exits: gone at once
 
