@@ -103,15 +103,28 @@ def test_every_how_to_has_commands_and_every_command_a_tiny_budget():
 RUN_HERE = sorted(title for title in sections() if title not in TESTED_ELSEWHERE)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("title", RUN_HERE)
-def test_how_to_runs_as_written_at_a_tiny_budget(title, tmp_path):
+def run_how_to(title: str, folder: Path) -> str:
+    """Run one how-to's commands in order in `folder`; '' when all pass, else what failed."""
     body = sections()[title]
-    (tmp_path / "rlvr_envs").symlink_to(REPO / "rlvr_envs")  # the shipped assets at the paths the page gives
+    folder.mkdir()
+    (folder / "rlvr_envs").symlink_to(REPO / "rlvr_envs")  # the shipped assets at the paths the page gives
     for name, code in files(body).items():
-        (tmp_path / name).write_text(code, encoding="utf-8")
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}",
-           "RLVR_WORLD_DATA": str(tmp_path / "cache")}
+        (folder / name).write_text(code, encoding="utf-8")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": f"{REPO}{os.pathsep}{folder}",
+           "RLVR_WORLD_DATA": str(folder / "cache")}
     for argv in commands(body):
-        done = subprocess.run(runnable(argv), cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-        assert done.returncode == 0, f"{shlex.join(argv)}\nexit {done.returncode}\n{done.stderr[-3000:]}"
+        done = subprocess.run(runnable(argv), cwd=folder, env=env, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            return f"{title}: {shlex.join(argv)}\nexit {done.returncode}\n{done.stderr[-3000:]}"
+    return ""
+
+
+@pytest.mark.slow
+def test_every_how_to_runs_as_written_at_a_tiny_budget(tmp_path):
+    """Two how-tos at a time (each command takes one thread; most of their time is start-up)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failures = list(pool.map(lambda item: run_how_to(item[1], tmp_path / f"how_to_{item[0]}"),
+                                 enumerate(RUN_HERE)))
+    assert not any(failures), "\n\n".join(filter(None, failures))
