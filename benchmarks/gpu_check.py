@@ -612,7 +612,7 @@ def stage_plan(stages: list[str], sizes: Sizes) -> tuple[list[str], float]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     from rlvr_envs.core.device import add_device_argument, setup_device
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     add_device_argument(parser)
     parser.add_argument("--tiny", action="store_true", help="the same code path at CPU-test size (about a minute)")
     first_set = [name for name in STAGES if name not in SECOND_SET]
