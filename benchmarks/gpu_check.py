@@ -85,7 +85,7 @@ class Sizes:
     text_eval: int = 128
     text_reserve: float = 35.0  #: seconds kept for the four held-out evaluations
     #: compiled SFT pads every batch to the longest example (`trainers.sft` `fixed_length`): TRL's batches vary in
-    #: length, and a compiled model recompiled for each new shape (2 steps took 87 s on an H200)
+    #: length, and a compiled model recompiled for each new shape (2 steps took 87 s on an H200); the web SFT too
     text_compile: bool = True
     text_grpo_overhead: float = 25.0  #: GRPO's loading and its own start/end evaluations
     text_grpo_minimum: float = 20.0  #: fewer seconds of GRPO than this are skipped
@@ -540,7 +540,7 @@ def stage_web(ctx: Context, budget: float) -> dict[str, Any]:
     left = lambda: budget - (time.perf_counter() - began)  # noqa: E731
     for name in ("web_sft", "web_grpo", "web_agent"):
         shutil.rmtree(work / name, ignore_errors=True)
-    probe = task_from_env_id(WEB_ENV, split="test", size=64)
+    probe = task_from_env_id(WEB_ENV, split="test", size=64)  # example lengths; its build also loads the tokenizer
     # building the transitions is CPU work outside the trainers' time limits (~2 ms each): kept out of their seconds
     built, grpo_size = time.perf_counter(), min(sizes.web_train_size, WEB_GRPO_PROMPTS)
     timed = task_from_env_id(WEB_ENV, split="train", size=64)
@@ -550,11 +550,12 @@ def stage_web(ctx: Context, budget: float) -> dict[str, Any]:
     cost = preset_cost(sft.TEXT_PRESETS[sizes.web_preset], len(probe.tokenizer), int(example))
     sft_seconds = train_seconds * sizes.web_sft_share
     sft_steps = ctx.planned_steps(sft_seconds, cost, sizes.web_batch * example)
+    compiled = ctx.device.type == "cuda" and sizes.text_compile  # as the text stage: fixed-length batches
     sft_result = sft.main(sft.Args(env_id=WEB_ENV, from_scratch=True, preset=sizes.web_preset, steps=sft_steps,
                                    batch_size=sizes.web_batch, lr=7e-4, warmup_steps=20,
                                    train_size=sizes.web_train_size, eval_size=sizes.trainer_eval, eval_every=10**9,
                                    checkpoint_every=10**9, max_seconds=sft_seconds, out=str(work / "web_sft"),
-                                   threads=args.threads, seed=0, no_compile=True))
+                                   threads=args.threads, seed=0, no_compile=not compiled))
     grpo_began, grpo_seconds = time.perf_counter(), left() - sizes.web_reserve - sizes.web_grpo_overhead
     grpo_card = None
     if grpo_seconds >= sizes.web_grpo_minimum:  # else GRPO is skipped, and so is the rlvr agent
@@ -580,11 +581,9 @@ def stage_web(ctx: Context, budget: float) -> dict[str, Any]:
             "sft": {"steps": sft_result["steps"], "planned_steps": sft_steps, "train_runtime": round(runtime, 1),
                     "train_transitions": sizes.web_train_size, "batch": sizes.web_batch,
                     "train_loss": sft_result["train_loss"], "tokens_per_second_estimate": round(tokens_per_second),
-                    "mfu_estimate": ctx.mfu(tokens_per_second, cost.train_flops_per_token),
-                    "held_out": sft_result.get("held_out")},
+                    "mfu_estimate": ctx.mfu(tokens_per_second, cost.train_flops_per_token), "compiled": compiled},
             "grpo": {"steps": grpo_card["steps"], "seconds": round(grpo_seconds, 1), "group_size": sizes.web_group,
-                     "prompts_per_step": sizes.web_prompts, "start": grpo_card.get("start"),
-                     "final": grpo_card.get("final")} if grpo_card else
+                     "prompts_per_step": sizes.web_prompts} if grpo_card else
                     {"skipped": f"{grpo_seconds:.0f} s left for it, {sizes.web_grpo_minimum:.0f} s needed"},
             "agents": {"episodes": sizes.web_episodes, "k": sizes.web_k, "seconds": round(time.perf_counter() -
                                                                                          agents_began, 1),

@@ -135,11 +135,8 @@ def world_model_for(name: str, args: argparse.Namespace, device: Any = None):
     """The language world model an agent shares across its episodes (None for policy and oracle)."""
     if name not in ("base", "rlvr"):
         return None
-    import torch
-
     from rlvr_envs.web.agent import LanguageWorldModel
 
-    torch.set_num_threads(args.threads)
     model = args.base_model if name == "base" else args.rlvr_model
     return LanguageWorldModel(model, args.tokenizer, max_new_tokens=args.max_new_tokens, device=device,
                               batch_size=args.batch_episodes * args.k)

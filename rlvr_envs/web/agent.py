@@ -431,7 +431,10 @@ class ModelPredictiveAgent:
         return candidates
 
     def predict(self, observation: dict[str, str], candidates: Sequence[str]) -> list[ChangeList | None]:
-        """The world model's prediction for each candidate (in one batch where it has `predict_many`)."""
+        """The world model's prediction for each candidate (in one batch where it has `predict_many`; none
+        without a world model)."""
+        if self.world_model is None:
+            return []
         args = (observation["page"], candidates, observation["goal"], observation["url"], self.previous_actions)
         batch = getattr(self.world_model, "predict_many", None)
         if batch is not None:
@@ -465,8 +468,7 @@ class ModelPredictiveAgent:
 
     def act(self, observation: dict[str, str]) -> str:
         candidates = self.propose(observation)
-        predictions = [] if self.world_model is None else self.predict(observation, candidates)
-        return self.choose(observation, candidates, predictions)
+        return self.choose(observation, candidates, self.predict(observation, candidates))
 
 
 def run_episode(env: Any, agent: ModelPredictiveAgent, index: int, seed: int = 0) -> dict[str, Any]:
@@ -509,8 +511,7 @@ def run_episodes(envs: Sequence[Any], agents: Sequence[ModelPredictiveAgent], in
             for i in running:
                 predictions[i], at = flat[at:at + len(candidates[i])], at + len(candidates[i])
         else:
-            predictions = {i: [] if agents[i].world_model is None else agents[i].predict(observations[i], candidates[i])
-                           for i in running}
+            predictions = {i: agents[i].predict(observations[i], candidates[i]) for i in running}
         for i in list(running):
             action = agents[i].choose(observations[i], candidates[i], predictions[i])
             observations[i], _, terminated, truncated, info = envs[i].step(action)
