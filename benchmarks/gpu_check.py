@@ -87,6 +87,9 @@ class Sizes:
     #: compiled SFT pads every batch to the longest example (`trainers.sft` `fixed_length`): TRL's batches vary in
     #: length, and a compiled model recompiled for each new shape (2 steps took 87 s on an H200); the web SFT too
     text_compile: bool = True
+    #: SFT's seconds outside its time limit besides building the transitions (model, tokenising, saving, its
+    #: end evaluation): ~17 s on an H200 (run 6682f1f: 62 s in all, 30 s training, ~15 s building)
+    sft_overhead: float = 20.0
     text_grpo_overhead: float = 25.0  #: GRPO's loading and its own start/end evaluations
     text_grpo_minimum: float = 20.0  #: fewer seconds of GRPO than this are skipped
     trainer_eval: int = 16  #: the trainers' own end-of-run evaluations (the check evaluates text_eval itself)
@@ -100,6 +103,7 @@ class Sizes:
     pusht_overhead: float = 25.0  #: seconds between the two trainings: MLE's evaluation, GRPO's loading and start evaluation
     pusht_reserve: float = 30.0  #: seconds kept after GRPO: its final evaluation, baselines, planning agreement, export
     pusht_mle_share: float = 0.65  #: of the PushT training seconds, the rest GRPO
+    pusht_grpo_minimum: float = 20.0  #: GRPO's seconds at least (its median step needs steps after the first)
     agreement_episodes: int = 4
     agreement_candidates: int = 32
     web_preset: str = "medium"
@@ -125,8 +129,8 @@ TINY = Sizes(deadline=600.0, plans=(("ceilings", 10, 1), ("speed", 60, 5), ("rew
              web_grpo_overhead=0.0, web_grpo_minimum=0.0, web_reserve=0.0, web_episodes=2, web_k=2,
              speed="tiny", speed_compile=False, reward_frames=4, reward_resolution=(64, 64), text_preset="micro",
              text_batch=2, text_train_size=16, text_group=2, text_prompts=2, text_completion=8, text_eval=4,
-             text_reserve=0.0, text_grpo_overhead=0.0, text_grpo_minimum=0.0, trainer_eval=2, pusht_preset="tiny", pusht_episodes=12, pusht_batch=2, pusht_group=2, pusht_prompts=2,
-             pusht_eval=2, pusht_overhead=0.0, pusht_reserve=0.0, agreement_episodes=1, agreement_candidates=4, max_steps=4)
+             text_reserve=0.0, sft_overhead=0.0, text_grpo_overhead=0.0, text_grpo_minimum=0.0, trainer_eval=2, pusht_preset="tiny",
+             pusht_episodes=12, pusht_batch=2, pusht_group=2, pusht_prompts=2, pusht_grpo_minimum=0.0, pusht_eval=2, pusht_overhead=0.0, pusht_reserve=0.0, agreement_episodes=1, agreement_candidates=4, max_steps=4)
 
 
 class Deadline:
@@ -154,6 +158,29 @@ class Deadline:
         None when even `minimum` no longer fits."""
         available = self.remaining() - reserved_after
         return None if available < minimum else min(planned, available)
+
+
+def split_training(available: float, first_share: float, grpo_minimum: float,
+                   grpo_overhead: float) -> tuple[float, float]:
+    """A stage's training seconds for its first trainer (SFT or MLE) and for GRPO after it. GRPO's
+    seconds and its loading and evaluation are set aside before the first trainer starts, so a long
+    first trainer cannot leave GRPO nothing (two H200 runs gave GRPO 1 s and 0 s that way); where
+    both do not fit, the first trainer gets everything and GRPO 0 (skipped, and the report says so)."""
+    grpo = max(grpo_minimum, available * (1 - first_share))
+    first = available - grpo - grpo_overhead
+    if first < grpo_minimum:
+        return max(1.0, available), 0.0
+    return first, grpo
+
+
+def build_seconds(env_id: str, transitions: int) -> float:
+    """Seconds to build `transitions` procedural transitions of `env_id`, timed on 64: CPU work before
+    a trainer's own time limit starts, so the check keeps it out of the trainer's seconds."""
+    from rlvr_envs.registration import task_from_env_id
+
+    began = time.perf_counter()
+    timed = task_from_env_id(env_id, split="train", size=64)
+    return (time.perf_counter() - began) / len(timed) * transitions
 
 
 def run_stages(names: list[str], plans: dict[str, tuple[float, float]], deadline: Deadline, call, record) -> None:
@@ -360,31 +387,35 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
     assets = Path(__file__).resolve().parents[1] / "rlvr_envs" / "assets" / "text"
     for name in ("text_sft", "text_grpo"):
         shutil.rmtree(work / name, ignore_errors=True)
-    train_seconds = max(1.0, left() - sizes.text_reserve)
-    probe = task_from_env_id(TEXT_ENV, split="test", size=64)
+    probe = task_from_env_id(TEXT_ENV, split="test", size=64)  # example lengths; its build also loads the tokenizer
+    grpo_size = min(sizes.text_train_size or 2048, 2048)
+    build = build_seconds(TEXT_ENV, (sizes.text_train_size or 2048) + grpo_size)
+    sft_seconds, grpo_planned = split_training(left() - sizes.text_reserve - build - sizes.sft_overhead,
+                                               sizes.text_sft_share, sizes.text_grpo_minimum, sizes.text_grpo_overhead)
     example = np.mean([len(probe.prompt_ids(i)) + len(probe.target_ids(i)) + 1 for i in range(len(probe))])
     planned_cost = preset_cost(sft.TEXT_PRESETS[sizes.text_preset], len(probe.tokenizer), int(example))
-    sft_steps = ctx.planned_steps(train_seconds * sizes.text_sft_share, planned_cost, sizes.text_batch * example)
+    sft_steps = ctx.planned_steps(sft_seconds, planned_cost, sizes.text_batch * example)
     # the check's own evaluation below covers text_eval transitions: the trainers' end-of-run ones stay small
     sft_args = dict(env_id=TEXT_ENV, from_scratch=True, preset=sizes.text_preset, balance=True, steps=sft_steps,
                     batch_size=sizes.text_batch, lr=1e-3, warmup_steps=20, train_size=sizes.text_train_size,
                     eval_size=sizes.trainer_eval, eval_every=10**9, checkpoint_every=10**9,
-                    max_seconds=train_seconds * sizes.text_sft_share, out=str(work / "text_sft"),
+                    max_seconds=sft_seconds, out=str(work / "text_sft"),
                     threads=args.threads, seed=0)
     compiled = device.type == "cuda" and sizes.text_compile
     sft_began = time.perf_counter()
     sft_result = sft.main(sft.Args(**sft_args, no_compile=not compiled))
     sft_seconds = time.perf_counter() - sft_began
-    grpo_began, grpo_seconds = time.perf_counter(), left() - sizes.text_reserve - sizes.text_grpo_overhead
+    grpo_began = time.perf_counter()
+    grpo_seconds = min(grpo_planned, left() - sizes.text_reserve - sizes.text_grpo_overhead) if grpo_planned else 0.0
     grpo_card = None
-    if grpo_seconds >= sizes.text_grpo_minimum:  # else GRPO is skipped and the report says so
+    if grpo_planned and grpo_seconds >= sizes.text_grpo_minimum:  # else GRPO is skipped and the report says so
         grpo_card = grpo.main(GRPOConfig(env_id=TEXT_ENV, model=sft_result["final_model"], out=str(work / "text_grpo"),
                                          steps=sizes.max_steps, max_seconds=grpo_seconds,
                                          group_size=sizes.text_group, prompts_per_step=sizes.text_prompts,
                                          max_completion_len=sizes.text_completion, balance=True, lr=1e-5,
                                          eval_windows=sizes.trainer_eval, eval_every=10**9, checkpoint_every=10**6,
                                          threads=args.threads, device=args.device, seed=0,
-                                         env_kwargs=(f"size={min(sizes.text_train_size or 2048, 2048)}",)))
+                                         env_kwargs=(f"size={grpo_size}",)))
     grpo_seconds = time.perf_counter() - grpo_began
 
     held_out = task_from_env_id(TEXT_ENV, split="test")
@@ -409,7 +440,7 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
     runtime = sft_result["train_runtime"] or sft_seconds
     tokens_per_second = sft_result["steps"] * sizes.text_batch * sft_result["mean_example_tokens"] / runtime
     return {"preset": sizes.text_preset, "parameters": sft_result["parameters"], "cost": cost.as_dict(),
-            "train_transitions": sizes.text_train_size or "task default",
+            "train_transitions": sizes.text_train_size or "task default", "build_seconds_estimate": round(build, 1),
             "sft": {"steps": sft_result["steps"], "planned_steps": sft_steps, "seconds": round(sft_seconds, 1),
                     "train_runtime": round(runtime, 1),
                     "train_loss": sft_result["train_loss"], "batch": sizes.text_batch, "compiled": compiled,
@@ -451,11 +482,13 @@ def export_model(source: Path, target: Path, shard_mib: int) -> list[str]:
     return sorted(p.name for p in target.iterdir())
 
 
-def _median_step_seconds(log: Path) -> float | None:
-    """Median wall seconds of a video GRPO step (generate + update), from its log."""
+def grpo_step_seconds(log: Path) -> dict[str, float | None]:
+    """Wall seconds of a video GRPO step (generate + update) from its log: the first step apart (it
+    captures the decoder's CUDA graphs and compiles), the median of the steps after it."""
     seconds = [r["generate_seconds"] + r["update_seconds"] for r in map(json.loads, log.read_text().splitlines())
                if "generate_seconds" in r]
-    return float(np.median(seconds)) if seconds else None
+    return {"first_step_seconds": seconds[0] if seconds else None,
+            "median_step_seconds": float(np.median(seconds[1:])) if len(seconds) > 1 else None}
 
 
 def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
@@ -479,21 +512,21 @@ def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
     mle_out, grpo_out = work / "pusht_mle", work / "pusht_grpo"
     for folder in (mle_out, grpo_out):
         shutil.rmtree(folder, ignore_errors=True)
-    train_seconds = max(2.0, left() - sizes.pusht_overhead - sizes.pusht_reserve)
     mle_args = mle.Args(data=data, tokenizer=str(default_tokenizer_dir()), layout="single", out=str(mle_out),
                         preset=sizes.pusht_preset, batch_size=sizes.pusht_batch, lr=5e-4, warmup=50,
                         steps=sizes.max_steps, eval_every=10**9, eval_windows=sizes.pusht_eval,
                         checkpoint_every=10**9, threads=args.threads, device=args.device,
-                        max_seconds=train_seconds * sizes.pusht_mle_share, seed=0).validate()
+                        seed=0).validate()
     probe = mle.build_task(mle_args, "test")
+    mle_args.max_seconds, grpo_planned = split_training(left() - sizes.pusht_reserve, sizes.pusht_mle_share,
+                                                        sizes.pusht_grpo_minimum, sizes.pusht_overhead)
     tokens = probe.layout.prompt_len + probe.layout.response_len + 1
     cost = preset_cost(PRESETS[sizes.pusht_preset], probe.vocab.size, tokens)
     mle_args.steps = ctx.planned_steps(mle_args.max_seconds, cost, sizes.pusht_batch * tokens)
     mle_card = mle.main(mle_args)
     grpo_args = GRPOConfig(env_id=PUSHT_ENV, env_kwargs=("reward=mae", f"data_dir={data}"), model=str(mle_out),
                            out=str(grpo_out), steps=sizes.max_steps,
-                           max_seconds=max(1.0, min(train_seconds * (1 - sizes.pusht_mle_share),
-                                                    left() - sizes.pusht_reserve)),
+                           max_seconds=max(1.0, min(grpo_planned, left() - sizes.pusht_reserve)),  # GRPO runs: it is exported
                            prompts_per_step=sizes.pusht_prompts, group_size=sizes.pusht_group, lr=5e-5,
                            eval_windows=sizes.pusht_eval, eval_every=10**6, checkpoint_every=10**6,
                            threads=args.threads, device=args.device, seed=0)
@@ -517,7 +550,7 @@ def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
                     "tokens_per_second_after_first_step": steady, "mfu": ctx.mfu(steady, cost.train_flops_per_token),
                     "held_out": mle_card["held_out"]},
             "grpo": {"steps": grpo_card["steps"], "seconds": grpo_card["train_seconds_this_run"],
-                     "median_step_seconds": _median_step_seconds(grpo_out / "log.jsonl"),
+                     "planned_seconds": round(grpo_planned, 1), **grpo_step_seconds(grpo_out / "log.jsonl"),
                      "start": grpo_card["start"], "final": grpo_card["final"]},
             "baselines": baselines, "held_out_transitions": grpo_card["held_out_transitions"],
             "planning_agreement": {"episodes": agreement["episodes"], "candidates": agreement["candidates"],
@@ -541,14 +574,12 @@ def stage_web(ctx: Context, budget: float) -> dict[str, Any]:
     for name in ("web_sft", "web_grpo", "web_agent"):
         shutil.rmtree(work / name, ignore_errors=True)
     probe = task_from_env_id(WEB_ENV, split="test", size=64)  # example lengths; its build also loads the tokenizer
-    # building the transitions is CPU work outside the trainers' time limits (~2 ms each): kept out of their seconds
-    built, grpo_size = time.perf_counter(), min(sizes.web_train_size, WEB_GRPO_PROMPTS)
-    timed = task_from_env_id(WEB_ENV, split="train", size=64)
-    build_seconds = (time.perf_counter() - built) / len(timed) * (sizes.web_train_size + grpo_size)
-    train_seconds = max(1.0, left() - sizes.web_reserve - build_seconds)
+    grpo_size = min(sizes.web_train_size, WEB_GRPO_PROMPTS)
+    build = build_seconds(WEB_ENV, sizes.web_train_size + grpo_size)
+    sft_seconds, grpo_planned = split_training(left() - sizes.web_reserve - build - sizes.sft_overhead,
+                                               sizes.web_sft_share, sizes.web_grpo_minimum, sizes.web_grpo_overhead)
     example = np.mean([len(probe.prompt_ids(i)) + len(probe.target_ids(i)) + 1 for i in range(len(probe))])
     cost = preset_cost(sft.TEXT_PRESETS[sizes.web_preset], len(probe.tokenizer), int(example))
-    sft_seconds = train_seconds * sizes.web_sft_share
     sft_steps = ctx.planned_steps(sft_seconds, cost, sizes.web_batch * example)
     compiled = ctx.device.type == "cuda" and sizes.text_compile  # as the text stage: fixed-length batches
     sft_result = sft.main(sft.Args(env_id=WEB_ENV, from_scratch=True, preset=sizes.web_preset, steps=sft_steps,
@@ -556,9 +587,10 @@ def stage_web(ctx: Context, budget: float) -> dict[str, Any]:
                                    train_size=sizes.web_train_size, eval_size=sizes.trainer_eval, eval_every=10**9,
                                    checkpoint_every=10**9, max_seconds=sft_seconds, out=str(work / "web_sft"),
                                    threads=args.threads, seed=0, no_compile=not compiled))
-    grpo_began, grpo_seconds = time.perf_counter(), left() - sizes.web_reserve - sizes.web_grpo_overhead
+    grpo_began = time.perf_counter()
+    grpo_seconds = min(grpo_planned, left() - sizes.web_reserve - sizes.web_grpo_overhead) if grpo_planned else 0.0
     grpo_card = None
-    if grpo_seconds >= sizes.web_grpo_minimum:  # else GRPO is skipped, and so is the rlvr agent
+    if grpo_planned and grpo_seconds >= sizes.web_grpo_minimum:  # else GRPO is skipped, and so is the rlvr agent
         grpo_card = grpo.main(GRPOConfig(env_id=WEB_ENV, model=sft_result["final_model"], out=str(work / "web_grpo"),
                                          steps=sizes.max_steps, max_seconds=grpo_seconds,
                                          group_size=sizes.web_group, prompts_per_step=sizes.web_prompts,
@@ -577,7 +609,7 @@ def stage_web(ctx: Context, budget: float) -> dict[str, Any]:
     runtime = sft_result["train_runtime"] or sft_seconds
     tokens_per_second = sft_result["steps"] * sizes.web_batch * sft_result["mean_example_tokens"] / runtime
     return {"preset": sizes.web_preset, "parameters": sft_result["parameters"], "cost": cost.as_dict(),
-            "build_seconds_estimate": round(build_seconds, 1),
+            "build_seconds_estimate": round(build, 1),
             "sft": {"steps": sft_result["steps"], "planned_steps": sft_steps, "train_runtime": round(runtime, 1),
                     "train_transitions": sizes.web_train_size, "batch": sizes.web_batch,
                     "train_loss": sft_result["train_loss"], "tokens_per_second_estimate": round(tokens_per_second),
@@ -742,8 +774,8 @@ def markdown(data: dict[str, Any]) -> str:
                       f"{mle['steps']} steps (planned {mle['planned_steps']}) in {mle['seconds']} s (first step, compile included, "
                       f"{mle['first_step_seconds']} s; micro-batch {mle['micro_batch']}), "
                       f"{mle['tokens_per_second_after_first_step']:,} tokens/s after it, MFU {_pct(mle['mfu'])}; GRPO "
-                      f"{grpo_['steps']} steps in {grpo_['seconds']} s, median step "
-                      f"{'-' if step is None else f'{step:.3f}'} s. Held-out MAE "
+                      f"{grpo_['steps']} steps in {grpo_['seconds']} s, first step {_f(grpo_.get('first_step_seconds'), 3)} s, "
+                      f"median step after it {_f(step, 3)} s. Held-out MAE "
                       f"({result['held_out_transitions']} transitions):", "",
                       "| predictor | MAE |", "|---|---:|",
                       f"| MLE (greedy / sampled) | {_f(grpo_['start']['greedy']['mae'], 5)} / "

@@ -146,7 +146,8 @@ def test_gpu_check_tiny_runs_every_stage_on_cpu_and_writes_json_and_markdown(tmp
     pusht = stages["pusht"]
     assert {"copy_last_frame_tokens", "tokenizer_ceiling"} <= set(pusht["baselines"])
     assert "true_sim" in pusht["planning_agreement"]["summary"] and pusht["grpo"]["steps"] >= 1
-    assert pusht["grpo"]["median_step_seconds"] > 0 and pusht["mle"]["mfu"] > 0
+    assert pusht["grpo"]["median_step_seconds"] > 0 and pusht["grpo"]["first_step_seconds"] > 0
+    assert pusht["mle"]["mfu"] > 0
     assert all(stage["stage_seconds"] <= stage["budget_seconds"] + 1 for stage in
                (stages[name] for name in ("ceilings", "speed", "rewards", "text", "pusht", "web")))
     web = stages["web"]  # SFT, GRPO from it, then the four agents on the same episodes
@@ -161,6 +162,16 @@ def test_gpu_check_tiny_runs_every_stage_on_cpu_and_writes_json_and_markdown(tmp
 
     assert load_world_model(str(tmp_path / "out" / "pusht_model")).config.num_hidden_layers >= 1
     assert "# GPU check" in (tmp_path / "out" / "gpu_check.md").read_text()
+
+
+def test_gpu_check_sets_grpo_seconds_aside_before_the_first_trainer():
+    """Two H200 runs left GRPO 1 s and 0 s after a long first trainer: its seconds, loading and
+    evaluation are now kept out of the first trainer's, and GRPO is skipped only when both cannot fit."""
+    from benchmarks.gpu_check import split_training
+
+    assert split_training(200.0, 0.75, 20.0, 25.0) == (125.0, 50.0)  # the share, overhead kept out
+    assert split_training(100.0, 0.9, 20.0, 10.0) == (70.0, 20.0)  # a small share is raised to the minimum
+    assert split_training(60.0, 0.75, 20.0, 25.0) == (60.0, 0.0)  # 15 s left for SFT: no GRPO, SFT gets all
 
 
 def test_gpu_check_deadline_shrinks_or_skips_a_stage_that_would_overrun():
