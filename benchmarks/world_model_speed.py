@@ -10,7 +10,9 @@ eager vs static (KV cache + CUDA graphs), and training eager vs compiled.
 * decoding: `generate_responses` (temperature 1, top-k 100) of `batch` responses after a prompt
   of RT-1's single-step length, tokens/s of each engine and its share of the memory floor: one
   decode step must read the whole KV cache (bf16, every position of prompt + response) and the
-  bf16 weights once, so floor seconds per step = those bytes / the measured copy rate.
+  bf16 weights once, so floor seconds per step = those bytes / the measured copy rate. On a GPU
+  the graph path runs twice, its step attending by PyTorch's fused attention (`static`) and by
+  two matmuls (`static_matmul`; `rlvr_envs.video.static_decoder.STEP_ATTENTIONS`).
 * training: `trainers.train_video_world_model.training_step` on random windows of the same
   length, eager and `torch.compile`d, tokens/s and MFU = tokens/s x training FLOPs per token
   (`rlvr_envs.core.sizing`) / the measured matmul rate; the first step's loss of both (same
@@ -94,6 +96,7 @@ def _layout(sizes: SpeedSizes):
 
 def decoding(device, precision, sizes: SpeedSizes, copy_rate: float) -> dict[str, Any]:
     """Tokens/s of the eager and static engines at `decode_batch`, and each one's share of the floor."""
+    from rlvr_envs.video.static_decoder import step_attention
     from rlvr_envs.video.world_model import build_world_model, generate_responses
 
     vocab, layout = _layout(sizes)
@@ -114,21 +117,25 @@ def decoding(device, precision, sizes: SpeedSizes, copy_rate: float) -> dict[str
                            "batch": sizes.decode_batch, "prompt_tokens": layout.prompt_len,
                            "generated_per_sample": layout.response_len, "floor_bytes_per_step": cache_bytes + weight_bytes,
                            "floor_seconds_per_step": floor, "engines": {}}
-    responses = {}
-    for engine in ("eager", "static"):
+    # (row, engine, step attention): a graph's step attends over the whole cache, two ways timed on a GPU;
+    # without a graph (a CPU) the step reads the filled positions only and the attention choice does not apply
+    engines = [("eager", "eager", "sdpa"), ("static", "static", "sdpa")]
+    if device.type == "cuda":
+        engines.append(("static_matmul", "static", "matmul"))
+    greedy = {}
+    for row, engine, attention in engines:
         def run(engine=engine):
             with precision.autocast():
-                responses[engine] = generate_responses(model, prompts, layout, temperature=1.0, top_k=100, seed=0,
-                                                       engine=engine)
-        seconds = _timed(device, run, repeats=sizes.decode_repeats)
-        with precision.autocast():
-            greedy = generate_responses(model, prompts[:2], layout, temperature=0.0, engine=engine)
-        out["engines"][engine] = {"seconds": seconds, "tokens_per_second": generated / seconds,
-                                  "seconds_per_step": seconds / layout.response_len,
-                                  "share_of_memory_floor": floor / (seconds / layout.response_len),
-                                  "greedy": greedy}
-    eager, static = (out["engines"][e].pop("greedy") for e in ("eager", "static"))
-    out["greedy_tokens_equal"] = float((eager == static).mean())  # 1.0 in fp32; bf16 rounding may differ
+                generate_responses(model, prompts, layout, temperature=1.0, top_k=100, seed=0, engine=engine)
+        with step_attention(attention):
+            seconds = _timed(device, run, repeats=sizes.decode_repeats)
+            with precision.autocast():
+                greedy[row] = generate_responses(model, prompts[:2], layout, temperature=0.0, engine=engine)
+        out["engines"][row] = {"seconds": seconds, "tokens_per_second": generated / seconds,
+                               "seconds_per_step": seconds / layout.response_len,
+                               "share_of_memory_floor": floor / (seconds / layout.response_len),
+                               "greedy_tokens_equal_eager": float((greedy[row] == greedy["eager"]).mean())}
+    out["greedy_tokens_equal"] = out["engines"]["static"]["greedy_tokens_equal_eager"]  # bf16 rounding may differ
     out["speedup"] = out["engines"]["eager"]["seconds"] / out["engines"]["static"]["seconds"]
     return out
 

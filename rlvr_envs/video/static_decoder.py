@@ -9,8 +9,10 @@ addresses, and on CUDA it is captured once as a `torch.cuda.CUDAGraph` and repla
 position lives in a device tensor the step advances itself: no host round trip per token.
 
 On one H200 (benchmarks/results/gpu_check/README.md) the paper preset at batch 64 decodes 20,070
-tokens/s this way, 3.2 ms a step, 5.4x the eager loop and 31% of the memory floor. Without a
-graph (a CPU) the step attends over the filled positions only, as the eager path does.
+tokens/s this way, 3.2 ms a step, 5.4x the eager loop and 31% of the memory floor (its step
+attention fused, "sdpa"; `STEP_ATTENTIONS` names the other way, timed by the speed benchmark).
+Without a graph (a CPU) the step attends over the filled positions only, as the eager path does;
+`full_length` turns the graph's whole-cache step on without a graph, so tests run it on a CPU.
 
 The prompt is prefilled once per distinct row: a GRPO batch of prompts x group holds each
 prompt `group` times, and its cache rows are copied from one forward of the distinct prompts.
@@ -23,6 +25,7 @@ fp32 keys); in fp32 the path equals the eager one to float rounding (tested: sam
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from typing import Any
 
@@ -30,6 +33,12 @@ import torch
 
 #: decoders kept per model (each holds a KV cache); the oldest is dropped past this
 MAX_DECODERS_PER_MODEL = 4
+#: how a fixed-shape step attends over the whole cache: "sdpa", PyTorch's fused attention under a mask
+#: (its kernels tile queries in blocks, and a decode step has one query per head), or "matmul", two
+#: batched matrix-vector products around a softmax that read each cached key and value once.
+#: `benchmarks.world_model_speed` times both on a GPU (`step_attention`); the default is the measured one.
+STEP_ATTENTIONS = ("sdpa", "matmul")
+_STEP_ATTENTION = ["sdpa"]
 _DECODERS: "weakref.WeakKeyDictionary[Any, dict[tuple, StaticDecoder]]" = weakref.WeakKeyDictionary()
 
 
@@ -54,8 +63,12 @@ class StaticDecoder:
     was built under (`decoder_for` keys on it).
     """
 
-    def __init__(self, model, batch: int, max_len: int, use_graph: bool | None = None):
+    def __init__(self, model, batch: int, max_len: int, use_graph: bool | None = None,
+                 attention: str | None = None):
         base = _llama(model)
+        self.attention = attention or _STEP_ATTENTION[0]
+        if self.attention not in STEP_ATTENTIONS:
+            raise ValueError(f"attention must be one of {STEP_ATTENTIONS}, got {self.attention!r}")
         config = base.config
         self.embed, self.layers = base.model.embed_tokens, list(base.model.layers)
         self.norm, self.lm_head = base.model.norm, base.lm_head
@@ -81,6 +94,8 @@ class StaticDecoder:
         self.filled = 0  #: the same position, counted on the host, so a step past the cache is refused
         self.tokens = torch.zeros((batch, 1), dtype=torch.long, device=self.device)  # the step's input
         self.use_graph = self.device.type == "cuda" if use_graph is None else use_graph
+        #: attend over the whole cache under a mask (fixed shapes, as a graph needs) rather than the filled part
+        self.full_length = self.use_graph
         self.graph: torch.cuda.CUDAGraph | None = None
         self.graph_logits: torch.Tensor | None = None
 
@@ -111,6 +126,16 @@ class StaticDecoder:
     def _attention(self, q, k, v, **kwargs) -> torch.Tensor:
         return torch.nn.functional.scaled_dot_product_attention(
             q, k, v, enable_gqa=self.kv_heads != self.heads, **kwargs)
+
+    def _masked_attention(self, q, keys, values, visible) -> torch.Tensor:
+        """One query per head [B, H, 1, D] over the whole cache [B, KV, L, D], `visible` [L] positions only."""
+        if self.attention == "sdpa":
+            return self._attention(q, keys, values, attn_mask=visible.view(1, 1, 1, -1))
+        batch, heads, _, dim = q.shape
+        grouped = q.reshape(batch, self.kv_heads, heads // self.kv_heads, dim)  # head h reads kv head h // group
+        scores = torch.matmul(grouped, keys.transpose(-1, -2)).float() * dim ** -0.5  # [B, KV, group, L]
+        weights = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1).to(values.dtype)
+        return torch.matmul(weights, values).reshape(batch, heads, 1, dim)
 
     @torch.no_grad()
     def prefill(self, prompts: torch.Tensor) -> torch.Tensor:
@@ -143,17 +168,17 @@ class StaticDecoder:
         attention was 4.7x slower than the eager path at a 1,333-token prompt)."""
         position = self.position.view(1)
         cos, sin = self.cos.index_select(0, position), self.sin.index_select(0, position)
-        filled = None if self.use_graph else self.filled
-        visible = (self.key_positions <= self.position).view(1, 1, 1, -1) if filled is None else None
+        filled = None if self.full_length else self.filled
+        visible = self.key_positions <= self.position if filled is None else None
 
         def attend(index, q, k, v):
             q, k = self._rotate(q, cos, sin), self._rotate(k, cos, sin)
             self.keys[index].index_copy_(2, position, k)
             self.values[index].index_copy_(2, position, v)
             keys, values = self.keys[index], self.values[index]
-            if filled is not None:
-                keys, values = keys[:, :, :filled], values[:, :, :filled]
-            return self._attention(q, keys, values, attn_mask=visible)
+            if filled is None:
+                return self._masked_attention(q, keys, values, visible)
+            return self._attention(q, keys[:, :, :filled], values[:, :, :filled])
 
         logits = self._layers(self.embed(self.tokens), attend)
         self.position.add_(1)
@@ -200,10 +225,22 @@ def _storage_key(model) -> tuple:
             base.model.layers[0].self_attn.q_proj.weight.data_ptr(), len(base.model.layers))
 
 
+@contextlib.contextmanager
+def step_attention(kind: str):
+    """Decoders built inside attend with `kind` (one of `STEP_ATTENTIONS`): for timing both."""
+    if kind not in STEP_ATTENTIONS:
+        raise ValueError(f"attention must be one of {STEP_ATTENTIONS}, got {kind!r}")
+    previous, _STEP_ATTENTION[0] = _STEP_ATTENTION[0], kind
+    try:
+        yield
+    finally:
+        _STEP_ATTENTION[0] = previous
+
+
 def decoder_for(model, batch: int, max_len: int) -> StaticDecoder:
-    """The cached decoder of `model` for this batch, length and autocast state (built on first use)."""
+    """The cached decoder of `model` for this batch, length, autocast state and step attention (built on first use)."""
     device = _llama(model).lm_head.weight.device
-    key = (batch, max_len, device, _autocast_state(device), _storage_key(model))
+    key = (batch, max_len, device, _autocast_state(device), _storage_key(model), _STEP_ATTENTION[0])
     decoders = _DECODERS.setdefault(model, {})
     if key not in decoders:
         if len(decoders) >= MAX_DECODERS_PER_MODEL:
