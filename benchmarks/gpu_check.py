@@ -129,8 +129,10 @@ TINY = Sizes(deadline=600.0, plans=(("ceilings", 10, 1), ("speed", 60, 5), ("rew
              web_grpo_overhead=0.0, web_grpo_minimum=0.0, web_reserve=0.0, web_episodes=2, web_k=2,
              speed="tiny", speed_compile=False, reward_frames=4, reward_resolution=(64, 64), text_preset="micro",
              text_batch=2, text_train_size=16, text_group=2, text_prompts=2, text_completion=8, text_eval=4,
-             text_reserve=0.0, sft_overhead=0.0, text_grpo_overhead=0.0, text_grpo_minimum=0.0, trainer_eval=2, pusht_preset="tiny",
-             pusht_episodes=12, pusht_batch=2, pusht_group=2, pusht_prompts=2, pusht_grpo_minimum=0.0, pusht_eval=2, pusht_overhead=0.0, pusht_reserve=0.0, agreement_episodes=1, agreement_candidates=4, max_steps=4)
+             text_reserve=0.0, sft_overhead=0.0, text_grpo_overhead=0.0, text_grpo_minimum=0.0, trainer_eval=2,
+             pusht_preset="tiny", pusht_episodes=12, pusht_batch=2, pusht_group=2, pusht_prompts=2,
+             pusht_grpo_minimum=0.0, pusht_eval=2, pusht_overhead=0.0, pusht_reserve=0.0, agreement_episodes=1,
+             agreement_candidates=4, max_steps=4)
 
 
 class Deadline:
@@ -526,7 +528,8 @@ def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
     mle_card = mle.main(mle_args)
     grpo_args = GRPOConfig(env_id=PUSHT_ENV, env_kwargs=("reward=mae", f"data_dir={data}"), model=str(mle_out),
                            out=str(grpo_out), steps=sizes.max_steps,
-                           max_seconds=max(1.0, min(grpo_planned, left() - sizes.pusht_reserve)),  # GRPO runs: it is exported
+                           # GRPO always runs (its model is the one exported), at least a second
+                           max_seconds=max(1.0, min(grpo_planned, left() - sizes.pusht_reserve)),
                            prompts_per_step=sizes.pusht_prompts, group_size=sizes.pusht_group, lr=5e-5,
                            eval_windows=sizes.pusht_eval, eval_every=10**6, checkpoint_every=10**6,
                            threads=args.threads, device=args.device, seed=0)
