@@ -314,7 +314,8 @@ def stage_speed(ctx: Context, budget: float) -> dict[str, Any]:
     speed = _speed_sizes(ctx.sizes)
     limits = ctx.ceilings or world_model_speed.ceilings(ctx.device, speed)
     compile_too = ctx.sizes.speed_compile and budget >= 0.8 * dict((n, p) for n, p, _ in ctx.sizes.plans)["speed"]
-    return {"decoding": world_model_speed.decoding(ctx.device, ctx.precision, speed, limits["copy_bytes_per_second"]),
+    return {"decoding": world_model_speed.decoding(ctx.device, ctx.precision, speed, limits["copy_bytes_per_second"],
+                                                   compile_too),
             "training": world_model_speed.training(ctx.device, ctx.precision, speed, limits["matmul_flops"],
                                                    compile_too)}
 

@@ -11,8 +11,9 @@ eager vs static (KV cache + CUDA graphs), and training eager vs compiled.
   of RT-1's single-step length, tokens/s of each engine and its share of the memory floor: one
   decode step must read the whole KV cache (bf16, every position of prompt + response) and the
   bf16 weights once, so floor seconds per step = those bytes / the measured copy rate. On a GPU
-  the graph path runs twice, its step attending by PyTorch's fused attention (`static`) and by
-  two matmuls (`static_matmul`; `rlvr_envs.video.static_decoder.STEP_ATTENTIONS`).
+  the graph path also runs with its step attending by two matmuls (`static_matmul`) and with
+  that step `torch.compile`d before the capture (`static_compiled_matmul`, unless --no-compile;
+  `rlvr_envs.video.static_decoder.decoder_settings`); a variant that fails is reported as such.
 * training: `trainers.train_video_world_model.training_step` on random windows of the same
   length, eager and `torch.compile`d, tokens/s and MFU = tokens/s x training FLOPs per token
   (`rlvr_envs.core.sizing`) / the measured matmul rate; the first step's loss of both (same
@@ -94,9 +95,10 @@ def _layout(sizes: SpeedSizes):
     return vocab, SingleStepLayout(vocab, sizes.tokens_per_frame, 13, sizes.history)
 
 
-def decoding(device, precision, sizes: SpeedSizes, copy_rate: float) -> dict[str, Any]:
-    """Tokens/s of the eager and static engines at `decode_batch`, and each one's share of the floor."""
-    from rlvr_envs.video.static_decoder import step_attention
+def decoding(device, precision, sizes: SpeedSizes, copy_rate: float, compile_step: bool = True) -> dict[str, Any]:
+    """Tokens/s of the eager and static engines at `decode_batch`, and each one's share of the floor
+    (on a GPU also the static variants; `compile_step`: the compiled one too, tens of seconds to build)."""
+    from rlvr_envs.video.static_decoder import decoder_settings
     from rlvr_envs.video.world_model import build_world_model, generate_responses
 
     vocab, layout = _layout(sizes)
@@ -117,20 +119,28 @@ def decoding(device, precision, sizes: SpeedSizes, copy_rate: float) -> dict[str
                            "batch": sizes.decode_batch, "prompt_tokens": layout.prompt_len,
                            "generated_per_sample": layout.response_len, "floor_bytes_per_step": cache_bytes + weight_bytes,
                            "floor_seconds_per_step": floor, "engines": {}}
-    # (row, engine, step attention): a graph's step attends over the whole cache, two ways timed on a GPU;
-    # without a graph (a CPU) the step reads the filled positions only and the attention choice does not apply
-    engines = [("eager", "eager", "sdpa"), ("static", "static", "sdpa")]
+    # (row, engine, decoder settings): a graph's step attends over the whole cache; on a GPU its variants
+    # are timed too (without a graph the step reads the filled positions only, and they do not apply)
+    engines = [("eager", "eager", {}), ("static", "static", {})]
     if device.type == "cuda":
-        engines.append(("static_matmul", "static", "matmul"))
+        engines += [("static_matmul", "static", {"attention": "matmul"})]
+        if compile_step:
+            engines += [("static_compiled_matmul", "static", {"attention": "matmul", "compiled": True})]
     greedy = {}
-    for row, engine, attention in engines:
+    for row, engine, settings in engines:
         def run(engine=engine):
             with precision.autocast():
                 generate_responses(model, prompts, layout, temperature=1.0, top_k=100, seed=0, engine=engine)
-        with step_attention(attention):
-            seconds = _timed(device, run, repeats=sizes.decode_repeats)
-            with precision.autocast():
-                greedy[row] = generate_responses(model, prompts[:2], layout, temperature=0.0, engine=engine)
+        try:
+            with decoder_settings(**settings):
+                seconds = _timed(device, run, repeats=sizes.decode_repeats)  # the warm-up compiles and captures
+                with precision.autocast():
+                    greedy[row] = generate_responses(model, prompts[:2], layout, temperature=0.0, engine=engine)
+        except Exception as exc:  # a variant that fails is reported, the others still timed
+            if row in ("eager", "static"):
+                raise
+            out["engines"][row] = {"error": f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"[:300]}
+            continue
         out["engines"][row] = {"seconds": seconds, "tokens_per_second": generated / seconds,
                                "seconds_per_step": seconds / layout.response_len,
                                "share_of_memory_floor": floor / (seconds / layout.response_len),
@@ -207,7 +217,7 @@ def _train_mode(device, run, vocab, sizes: SpeedSizes, windows, counts, length: 
 def measure(device, precision, sizes: SpeedSizes, compile_too: bool) -> dict[str, Any]:
     limits = ceilings(device, sizes)
     return {"ceilings": limits, "sizes": asdict(sizes), "precision": precision.describe(),
-            "decoding": decoding(device, precision, sizes, limits["copy_bytes_per_second"]),
+            "decoding": decoding(device, precision, sizes, limits["copy_bytes_per_second"], compile_too),
             "training": training(device, precision, sizes, limits["matmul_flops"], compile_too)}
 
 
@@ -221,6 +231,9 @@ def markdown(result: dict[str, Any]) -> list[str]:
              f"{dec['floor_bytes_per_step'] / 1e9:.2f} GB per step = {dec['floor_seconds_per_step'] * 1e3:.2f} ms:", "",
              "| engine | tokens/s | ms per step | share of memory floor |", "|---|---:|---:|---:|"]
     for engine, row in dec["engines"].items():
+        if "error" in row:
+            lines.append(f"| {engine} | failed: `{row['error']}` | | |")
+            continue
         lines.append(f"| {engine} | {row['tokens_per_second']:,.0f} | {row['seconds_per_step'] * 1e3:.2f} | "
                      f"{row['share_of_memory_floor']:.1%} |")
     lines += ["", f"static / eager: **{dec['speedup']:.2f}x**; greedy tokens equal in {dec['greedy_tokens_equal']:.1%} "
@@ -249,7 +262,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_device_argument(parser)
     parser.add_argument("--tiny", action="store_true", help="the same code path at test size")
-    parser.add_argument("--no-compile", action="store_true", help="time eager training only (compile is slow on CPUs)")
+    parser.add_argument("--no-compile", action="store_true",
+                        help="no torch.compile: eager training only, and no compiled decode step (slow on CPUs)")
     parser.add_argument("--preset", help="world-model preset (default paper; a CPU wants small)")
     parser.add_argument("--decode-batch", type=int, help="sequences decoded at once (default 64)")
     parser.add_argument("--train-batch", type=int, help="windows per training step (default 32)")

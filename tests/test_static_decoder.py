@@ -74,14 +74,15 @@ def test_static_decoder_logits_match_the_model_forward_and_refuse_overflow():
     assert decoder_for(model, 4, 12) is not decoder_for(model, 2, 12)
 
 
-@pytest.mark.parametrize("attention", ["sdpa", "matmul"])
-@pytest.mark.parametrize("kv_heads", [None, 1])
-def test_full_length_step_of_the_graph_path_matches_the_model_forward(attention, kv_heads):
+@pytest.mark.parametrize("attention, kv_heads, compiled", [("sdpa", None, False), ("sdpa", 1, False),
+                                                         ("matmul", None, False), ("matmul", 1, False),
+                                                         ("matmul", 1, True)])
+def test_full_length_step_of_the_graph_path_matches_the_model_forward(attention, kv_heads, compiled):
     """What a CUDA graph replays (every step over the whole cache under a mask), run on a CPU, with
-    each step attention and with grouped KV heads: the logits of the model's own forward."""
+    each step attention, grouped KV heads and a compiled step: the logits of the model's own forward."""
     from transformers import LlamaForCausalLM
 
-    from rlvr_envs.video.static_decoder import StaticDecoder, decoder_for, step_attention
+    from rlvr_envs.video.static_decoder import StaticDecoder, decoder_for, decoder_settings
 
     vocab = VideoVocabulary(frame_codes=40, action_bins=8)
     model = _model(vocab, 16, seed=4)
@@ -91,17 +92,34 @@ def test_full_length_step_of_the_graph_path_matches_the_model_forward(attention,
         torch.manual_seed(4)
         model = LlamaForCausalLM(config).eval()
     tokens = torch.as_tensor(np.random.default_rng(3).integers(0, 40, (3, 12)))
-    decoder = StaticDecoder(model, batch=3, max_len=14, use_graph=False, attention=attention)
+    decoder = StaticDecoder(model, batch=3, max_len=14, use_graph=False, attention=attention, compiled=compiled)
     decoder.full_length = True
     logits = [decoder.prefill(tokens[:, :7])] + [decoder.step(tokens[:, i]) for i in range(7, 12)]
     with torch.no_grad():
         full = model(input_ids=tokens).logits[:, 6:12]
     assert torch.allclose(torch.stack(logits, 1), full, atol=1e-4)
-    with step_attention(attention):
-        assert decoder_for(model, 3, 14).attention == attention
-    assert decoder_for(model, 3, 14).attention == "sdpa"  # the default again, a decoder of its own
+    with decoder_settings(attention, compiled):
+        built = decoder_for(model, 3, 14)
+        assert (built.attention, built.compiled) == (attention, compiled)
+    default = decoder_for(model, 3, 14)  # the defaults again
+    assert (default.attention, default.compiled) == ("sdpa", False)
+    assert (default is built) == (attention == "sdpa" and not compiled)  # one decoder per setting
     with pytest.raises(ValueError, match="attention"):
         StaticDecoder(model, batch=1, max_len=4, attention="flash")
+
+
+def test_speed_benchmark_shows_a_failed_decode_variant_beside_the_timed_ones():
+    """A decode variant that fails on a GPU (say, its compile) is a row saying so, not a lost benchmark."""
+    from benchmarks import world_model_speed as speed
+    from rlvr_envs.core.device import setup_device
+
+    precision = setup_device("cpu")
+    result = speed.measure(precision.device, precision, speed.TINY, compile_too=False)
+    assert list(result["decoding"]["engines"]) == ["eager", "static"]  # the variants need a graph: GPU only
+    result["decoding"]["engines"]["static_compiled_matmul"] = {"error": "RuntimeError: no triton"}
+    text = "\n".join(speed.markdown(result))
+    assert "| static_compiled_matmul | failed: `RuntimeError: no triton` |" in text
+    assert "| static | " in text and "| eager | " in text
 
 
 def test_static_decoder_under_bf16_autocast_keeps_a_bf16_cache_and_close_logits():

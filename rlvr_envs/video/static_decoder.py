@@ -10,7 +10,8 @@ position lives in a device tensor the step advances itself: no host round trip p
 
 On one H200 (benchmarks/results/gpu_check/README.md) the paper preset at batch 64 decodes 20,070
 tokens/s this way, 3.2 ms a step, 5.4x the eager loop and 31% of the memory floor (its step
-attention fused, "sdpa"; `STEP_ATTENTIONS` names the other way, timed by the speed benchmark).
+attention fused, "sdpa", not compiled; `decoder_settings` builds the other variants, which the speed
+benchmark times).
 Without a graph (a CPU) the step attends over the filled positions only, as the eager path does;
 `full_length` turns the graph's whole-cache step on without a graph, so tests run it on a CPU.
 
@@ -36,9 +37,12 @@ MAX_DECODERS_PER_MODEL = 4
 #: how a fixed-shape step attends over the whole cache: "sdpa", PyTorch's fused attention under a mask
 #: (its kernels tile queries in blocks, and a decode step has one query per head), or "matmul", two
 #: batched matrix-vector products around a softmax that read each cached key and value once.
-#: `benchmarks.world_model_speed` times both on a GPU (`step_attention`); the default is the measured one.
 STEP_ATTENTIONS = ("sdpa", "matmul")
-_STEP_ATTENTION = ["sdpa"]
+#: the settings decoders are built with: the step attention, and whether the step is `torch.compile`d
+#: before a graph captures it (fewer, fused kernels: a graph removes launch cost, not the kernels'
+#: count). `benchmarks.world_model_speed` times the variants on a GPU (`decoder_settings`); the
+#: defaults are the measured ones.
+_SETTINGS = {"attention": "sdpa", "compiled": False}
 _DECODERS: "weakref.WeakKeyDictionary[Any, dict[tuple, StaticDecoder]]" = weakref.WeakKeyDictionary()
 
 
@@ -64,11 +68,14 @@ class StaticDecoder:
     """
 
     def __init__(self, model, batch: int, max_len: int, use_graph: bool | None = None,
-                 attention: str | None = None):
+                 attention: str | None = None, compiled: bool | None = None):
         base = _llama(model)
-        self.attention = attention or _STEP_ATTENTION[0]
+        self.attention = attention or _SETTINGS["attention"]
         if self.attention not in STEP_ATTENTIONS:
             raise ValueError(f"attention must be one of {STEP_ATTENTIONS}, got {self.attention!r}")
+        self.compiled = _SETTINGS["compiled"] if compiled is None else compiled
+        # compiled once per decoder, on its first step (before a graph captures it: a replay runs its kernels)
+        self._run_step = torch.compile(self._step, dynamic=False) if self.compiled else self._step
         config = base.config
         self.embed, self.layers = base.model.embed_tokens, list(base.model.layers)
         self.norm, self.lm_head = base.model.norm, base.lm_head
@@ -193,7 +200,7 @@ class StaticDecoder:
         self.filled += 1
         self.tokens.copy_(tokens.view(self.batch, 1))
         if not self.use_graph:
-            return self._step()
+            return self._run_step()
         if self.graph is None:
             self._capture()
         self.graph.replay()
@@ -209,12 +216,12 @@ class StaticDecoder:
         stream.wait_stream(torch.cuda.current_stream(self.device))
         with torch.cuda.stream(stream), context:
             for _ in range(2):
-                self._step()
+                self._run_step()
                 self.position.copy_(saved)
         torch.cuda.current_stream(self.device).wait_stream(stream)
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph), context:
-            self.graph_logits = self._step()
+            self.graph_logits = self._run_step()
         self.position.copy_(saved)
 
 
@@ -226,21 +233,23 @@ def _storage_key(model) -> tuple:
 
 
 @contextlib.contextmanager
-def step_attention(kind: str):
-    """Decoders built inside attend with `kind` (one of `STEP_ATTENTIONS`): for timing both."""
-    if kind not in STEP_ATTENTIONS:
-        raise ValueError(f"attention must be one of {STEP_ATTENTIONS}, got {kind!r}")
-    previous, _STEP_ATTENTION[0] = _STEP_ATTENTION[0], kind
+def decoder_settings(attention: str = "sdpa", compiled: bool = False):
+    """Decoders built inside use this step attention (one of `STEP_ATTENTIONS`) and compile their
+    step or not: for timing the variants."""
+    if attention not in STEP_ATTENTIONS:
+        raise ValueError(f"attention must be one of {STEP_ATTENTIONS}, got {attention!r}")
+    previous = dict(_SETTINGS)
+    _SETTINGS.update(attention=attention, compiled=bool(compiled))
     try:
         yield
     finally:
-        _STEP_ATTENTION[0] = previous
+        _SETTINGS.update(previous)
 
 
 def decoder_for(model, batch: int, max_len: int) -> StaticDecoder:
-    """The cached decoder of `model` for this batch, length, autocast state and step attention (built on first use)."""
+    """The cached decoder of `model` for this batch, length, autocast state and settings (built on first use)."""
     device = _llama(model).lm_head.weight.device
-    key = (batch, max_len, device, _autocast_state(device), _storage_key(model), _STEP_ATTENTION[0])
+    key = (batch, max_len, device, _autocast_state(device), _storage_key(model), tuple(_SETTINGS.values()))
     decoders = _DECODERS.setdefault(model, {})
     if key not in decoders:
         if len(decoders) >= MAX_DECODERS_PER_MODEL:
