@@ -290,10 +290,24 @@ class Context:
         planned = int(seconds / cost.train_seconds(tokens_per_step, peak_flops=peak, utilisation=self.sizes.utilisation))
         return max(2, min(self.sizes.max_steps, planned))
 
-    def mfu(self, tokens_per_second: float, flops_per_token: float) -> float | None:
-        """Share of the measured bf16 matmul rate (None before the ceilings stage ran)."""
+    def mfu(self, tokens_per_second: float | None, flops_per_token: float) -> float | None:
+        """Share of the measured bf16 matmul rate (None before the ceilings stage ran, or without a rate)."""
         rate = self.ceilings.get("matmul_flops")
-        return tokens_per_second * flops_per_token / rate if rate else None
+        return tokens_per_second * flops_per_token / rate if rate and tokens_per_second else None
+
+    def sft_speed(self, result: dict[str, Any], batch: int, flops_per_token: float) -> dict[str, Any]:
+        """`trainers.sft`'s speed, estimated from its mean example length x batch x steps: over its training
+        seconds, and after its first step (where a compiled model compiles), the rate the hardware is judged by."""
+        tokens_per_step = batch * result["mean_example_tokens"]
+        overall = result["steps"] * tokens_per_step / result["train_runtime"] if result["train_runtime"] else None
+        rate = result["steps_per_second_after_first_step"]
+        steady = rate * tokens_per_step if rate else None
+        return {"tokens_per_second_estimate": round(overall) if overall else None,
+                "mfu_estimate": self.mfu(overall, flops_per_token),
+                "first_step_seconds": None if result["first_step_seconds"] is None else
+                round(result["first_step_seconds"], 2),
+                "tokens_per_second_after_first_step": round(steady) if steady else None,
+                "mfu_after_first_step": self.mfu(steady, flops_per_token)}
 
 
 def _speed_sizes(sizes: Sizes):
@@ -445,15 +459,13 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
               if report is not reference}
     cost = preset_cost(sft.TEXT_PRESETS[sizes.text_preset], len(probe.tokenizer), int(sft_result["mean_example_tokens"]))
     runtime = sft_result["train_runtime"] or sft_seconds
-    tokens_per_second = sft_result["steps"] * sizes.text_batch * sft_result["mean_example_tokens"] / runtime
     return {"preset": sizes.text_preset, "parameters": sft_result["parameters"], "cost": cost.as_dict(),
             "train_transitions": sizes.text_train_size or "task default", "build_seconds_estimate": round(build, 1),
             "sft": {"steps": sft_result["steps"], "planned_steps": sft_steps, "seconds": round(sft_seconds, 1),
                     "train_runtime": round(runtime, 1),
                     "train_loss": sft_result["train_loss"], "batch": sizes.text_batch, "compiled": compiled,
                     "mean_example_tokens": round(sft_result["mean_example_tokens"], 1),
-                    "tokens_per_second_estimate": round(tokens_per_second),
-                    "mfu_estimate": ctx.mfu(tokens_per_second, cost.train_flops_per_token)},
+                    **ctx.sft_speed(sft_result, sizes.text_batch, cost.train_flops_per_token)},
             "grpo": {"steps": grpo_card["steps"], "seconds": round(grpo_seconds, 1), "group_size": sizes.text_group,
                      "prompts_per_step": sizes.text_prompts} if grpo_card else
                     {"skipped": f"{grpo_seconds:.0f} s left for it, {sizes.text_grpo_minimum:.0f} s needed"},
@@ -615,13 +627,12 @@ def stage_web(ctx: Context, budget: float) -> dict[str, Any]:
                     *(["--rlvr-model", grpo_card["final_model"]] if grpo_card else []), "--out", str(table)])
     report = json.loads((table / "results.json").read_text())
     runtime = sft_result["train_runtime"] or sft_seconds
-    tokens_per_second = sft_result["steps"] * sizes.web_batch * sft_result["mean_example_tokens"] / runtime
     return {"preset": sizes.web_preset, "parameters": sft_result["parameters"], "cost": cost.as_dict(),
             "build_seconds_estimate": round(build, 1),
             "sft": {"steps": sft_result["steps"], "planned_steps": sft_steps, "train_runtime": round(runtime, 1),
                     "train_transitions": sizes.web_train_size, "batch": sizes.web_batch,
-                    "train_loss": sft_result["train_loss"], "tokens_per_second_estimate": round(tokens_per_second),
-                    "mfu_estimate": ctx.mfu(tokens_per_second, cost.train_flops_per_token), "compiled": compiled},
+                    "train_loss": sft_result["train_loss"], "compiled": compiled,
+                    **ctx.sft_speed(sft_result, sizes.web_batch, cost.train_flops_per_token)},
             "grpo": {"steps": grpo_card["steps"], "seconds": round(grpo_seconds, 1), "group_size": sizes.web_group,
                      "prompts_per_step": sizes.web_prompts} if grpo_card else
                     {"skipped": f"{grpo_seconds:.0f} s left for it, {sizes.web_grpo_minimum:.0f} s needed"},
@@ -711,6 +722,15 @@ def _f(value: Any, digits: int = 4) -> str:
     return "-" if value is None else (f"{value:.{digits}f}" if isinstance(value, float) else str(value))
 
 
+def _sft_speed(sft_: dict[str, Any]) -> str:
+    def rate(value: int | None) -> str:
+        return "-" if value is None else f"{value:,}"
+
+    return (f"~{rate(sft_['tokens_per_second_estimate'])} tokens/s, MFU {_pct(sft_['mfu_estimate'])} over the "
+            f"training seconds; first step {_f(sft_['first_step_seconds'], 2)} s, then "
+            f"~{rate(sft_['tokens_per_second_after_first_step'])} tokens/s, MFU {_pct(sft_['mfu_after_first_step'])}")
+
+
 def _interval(pair: list[float]) -> str:
     return f"[{pair[0]:.3f}, {pair[1]:.3f}]" if pair and not any(np.isnan(pair)) else "-"
 
@@ -759,9 +779,8 @@ def markdown(data: dict[str, Any]) -> str:
             lines += [f"SFT of the {result['preset']} preset ({result['parameters'] / 1e6:.1f}M) on "
                       f"{result['train_transitions']} transitions, batch {sft_['batch']} ({path}): {sft_['steps']} steps "
                       f"(planned {sft_['planned_steps']}) "
-                      f"in {sft_['seconds']} s (training {sft_['train_runtime']} s), ~{sft_['tokens_per_second_estimate']:,} "
-                      f"tokens/s, MFU {_pct(sft_['mfu_estimate'])} (estimate: mean example length "
-                      f"{sft_['mean_example_tokens']} tokens x batch x steps / training seconds); GRPO " + (
+                      f"in {sft_['seconds']} s (training {sft_['train_runtime']} s), {_sft_speed(sft_)} (estimates: "
+                      f"mean example length {sft_['mean_example_tokens']} tokens x batch x steps / seconds); GRPO " + (
                           f"skipped ({result['grpo']['skipped']})" if "skipped" in result["grpo"] else
                           f"{result['grpo']['steps']} steps of {result['grpo']['prompts_per_step']} x "
                           f"{result['grpo']['group_size']} in {result['grpo']['seconds']} s") + ". Held-out greedy exact accuracy "
@@ -805,7 +824,7 @@ def markdown(data: dict[str, Any]) -> str:
             lines += [f"MiniWeb SFT of the {result['preset']} preset ({result['parameters'] / 1e6:.1f}M) on "
                       f"{sft_['train_transitions']} fresh transitions, batch {sft_['batch']}: {sft_['steps']} steps "
                       f"(planned {sft_['planned_steps']}) in {sft_['train_runtime']} s, "
-                      f"~{sft_['tokens_per_second_estimate']:,} tokens/s, MFU {_pct(sft_['mfu_estimate'])} (estimate); "
+                      f"{_sft_speed(sft_)} (estimates); "
                       "GRPO " + (f"skipped ({grpo_['skipped']})" if "skipped" in grpo_ else
                                  f"{grpo_['steps']} steps of {grpo_['prompts_per_step']} x {grpo_['group_size']} in "
                                  f"{grpo_['seconds']} s") + f". Web agents on {agents['episodes']} goal episodes, "

@@ -143,6 +143,7 @@ def test_gpu_check_tiny_runs_every_stage_on_cpu_and_writes_json_and_markdown(tmp
     held_out = stages["text"]["held_out"]
     assert len(held_out) == 4 and all(len(row["wilson_changed"]) == 2 for row in held_out.values())
     assert stages["text"]["sft"]["compiled"] is False  # no compile on a CPU
+    assert stages["text"]["sft"]["first_step_seconds"] > 0 and stages["text"]["sft"]["mfu_after_first_step"] > 0
     pusht = stages["pusht"]
     assert {"copy_last_frame_tokens", "tokenizer_ceiling"} <= set(pusht["baselines"])
     assert "true_sim" in pusht["planning_agreement"]["summary"] and pusht["grpo"]["steps"] >= 1

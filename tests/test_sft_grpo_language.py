@@ -281,6 +281,26 @@ def test_time_limit_stops_training_and_records_the_step():
     assert control.should_training_stop and spent.stopped_at == 3
 
 
+def test_time_limit_times_the_first_step_apart_from_the_steady_ones(monkeypatch):
+    """A compiled model compiles in its first step: the steady rate leaves it out (fake clock)."""
+    from types import SimpleNamespace
+
+    import rlvr_envs.integrations.hf as hf
+
+    now = [100.0]
+    monkeypatch.setattr(hf.time, "perf_counter", lambda: now[0])
+    state, control = SimpleNamespace(global_step=0, is_world_process_zero=True), SimpleNamespace(
+        should_training_stop=False)
+    limit = hf.TimeLimit(0)
+    limit.on_train_begin(None, state, control)
+    assert limit.steady_rate() is None
+    for spent in (30.0, 0.5, 0.5, 0.5, 0.5):  # the first step compiles
+        now[0] += spent
+        limit.on_step_end(None, state, control)
+    assert limit.first_step_seconds == 30.0 and limit.steps == 5
+    assert limit.steady_rate() == pytest.approx(2.0)  # 4 steps in 2 s after the first
+
+
 def test_dr_grpo_also_leaves_advantages_unscaled_as_the_video_loop_does(sft_model, tmp_path):
     from trainers.grpo_language import build
 

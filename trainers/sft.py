@@ -339,9 +339,10 @@ def main(args: Args) -> dict[str, Any]:
     evaluator = HeldOutEval(eval_task, held_out_indices(eval_task, args.eval_size), args.eval_every,
                             log_path=out / "log.jsonl", max_new_tokens=args.max_new_tokens or None,
                             at_start=not args.from_scratch or resume_from is not None)
+    time_limit = TimeLimit(args.max_seconds)
     trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(train_task, indices),
                          processing_class=train_task.tokenizer,
-                         callbacks=[evaluator, JsonlLog(out / "log.jsonl"), TimeLimit(args.max_seconds)],
+                         callbacks=[evaluator, JsonlLog(out / "log.jsonl"), time_limit],
                          peft_config=lora_config(args.lora_r, args.lora_alpha) if args.lora_r > 0 else None)
     trim_log_for_resume(out, resume_from)
     output = trainer.train(resume_from_checkpoint=resume_from)
@@ -350,6 +351,9 @@ def main(args: Args) -> dict[str, Any]:
                                "train_loss": float(output.training_loss), "steps": int(trainer.state.global_step),
                                "resumed_from": resume_from, "eval": evaluator.history,
                                "train_runtime": float(output.metrics.get("train_runtime", 0.0)),
+                               # the first step apart: a compiled model compiles in it
+                               "first_step_seconds": time_limit.first_step_seconds,
+                               "steps_per_second_after_first_step": time_limit.steady_rate(),
                                "mean_example_tokens": float(np.mean([len(x) for x in trainer.train_dataset["input_ids"]])),
                                "seconds": time.perf_counter() - started}
     if trainer.is_world_process_zero():

@@ -266,20 +266,37 @@ class TimeLimit(_callback_base()):
     """Stops training once `seconds` of wall time have passed since training began (0 = never),
     so a run fits a time budget and still ends with its final evaluation and save. Under
     several processes the main process's clock decides for all (broadcast), so no process
-    waits at a collective that the others have left."""
+    waits at a collective that the others have left. It also times the steps: the first one
+    (a compiled model compiles in it) apart from the rest (`steady_rate`)."""
 
     def __init__(self, seconds: float):
         self.seconds = float(seconds)
         self.started: float | None = None
         self.stopped_at: int | None = None
+        self.steps = 0  #: steps of this run
+        self.first_step_seconds: float | None = None
+        self.last_step_at: float | None = None  #: seconds since training began, at the last step's end
 
     def on_train_begin(self, args, state, control, **kwargs):
         self.started = time.perf_counter()
 
+    def steady_rate(self) -> float | None:
+        """Steps per second after the first step (None before a second step)."""
+        if self.steps < 2 or self.last_step_at is None or self.last_step_at <= self.first_step_seconds:
+            return None
+        return (self.steps - 1) / (self.last_step_at - self.first_step_seconds)
+
     def on_step_end(self, args, state, control, **kwargs):
-        if not self.seconds or self.started is None:
+        if self.started is None:
             return
-        stop = time.perf_counter() - self.started >= self.seconds
+        elapsed = time.perf_counter() - self.started
+        self.steps += 1
+        self.last_step_at = elapsed
+        if self.first_step_seconds is None:
+            self.first_step_seconds = elapsed
+        if not self.seconds:
+            return
+        stop = elapsed >= self.seconds
         import torch
 
         if torch.distributed.is_available() and torch.distributed.is_initialized():
