@@ -41,7 +41,7 @@ STEP_ATTENTIONS = ("sdpa", "matmul")
 #: the settings decoders are built with: the step attention, and whether the step is `torch.compile`d
 #: before a graph captures it (fewer, fused kernels: a graph removes launch cost, not the kernels'
 #: count). `benchmarks.world_model_speed` times the variants on a GPU (`decoder_settings`); the
-#: defaults are the measured ones.
+#: defaults are the path the H200 run measured, until a GPU run shows a variant faster.
 _SETTINGS = {"attention": "sdpa", "compiled": False}
 _DECODERS: "weakref.WeakKeyDictionary[Any, dict[tuple, StaticDecoder]]" = weakref.WeakKeyDictionary()
 
