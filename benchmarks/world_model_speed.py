@@ -13,7 +13,8 @@ eager vs static (KV cache + CUDA graphs), and training eager vs compiled.
   bf16 weights once, so floor seconds per step = those bytes / the measured copy rate. On a GPU
   the graph path also runs with its step attending by two matmuls (`static_matmul`) and with
   that step `torch.compile`d before the capture (`static_compiled_matmul`, unless --no-compile;
-  `rlvr_envs.video.static_decoder.decoder_settings`); a variant that fails is reported as such.
+  `rlvr_envs.video.static_decoder.decoder_settings`), and under bf16 autocast on a bf16 copy of the
+  model (`*_bf16_weights`: no per-step weight casts); a variant that fails is reported as such.
 * training: `trainers.train_video_world_model.training_step` on random windows of the same
   length, eager and `torch.compile`d, tokens/s and MFU = tokens/s x training FLOPs per token
   (`rlvr_envs.core.sizing`) / the measured matmul rate; the first step's loss of both (same
@@ -95,9 +96,13 @@ def _layout(sizes: SpeedSizes):
     return vocab, SingleStepLayout(vocab, sizes.tokens_per_frame, 13, sizes.history)
 
 
-def decoding(device, precision, sizes: SpeedSizes, copy_rate: float, compile_step: bool = True) -> dict[str, Any]:
-    """Tokens/s of the eager and static engines at `decode_batch`, and each one's share of the floor
-    (on a GPU also the static variants; `compile_step`: the compiled one too, tens of seconds to build)."""
+def decoding(device, precision, sizes: SpeedSizes, copy_rate: float, compile_step: bool = True,
+             variants: bool | None = None) -> dict[str, Any]:
+    """Tokens/s of the eager and static engines at `decode_batch`, and each one's share of the floor;
+    `variants` (default: on a GPU) the static variants too, and `compile_step` the compiled ones (tens
+    of seconds to build)."""
+    import torch
+
     from rlvr_envs.video.static_decoder import decoder_settings
     from rlvr_envs.video.world_model import build_world_model, generate_responses
 
@@ -119,16 +124,26 @@ def decoding(device, precision, sizes: SpeedSizes, copy_rate: float, compile_ste
                            "batch": sizes.decode_batch, "prompt_tokens": layout.prompt_len,
                            "generated_per_sample": layout.response_len, "floor_bytes_per_step": cache_bytes + weight_bytes,
                            "floor_seconds_per_step": floor, "engines": {}}
-    # (row, engine, decoder settings): a graph's step attends over the whole cache; on a GPU its variants
-    # are timed too (without a graph the step reads the filled positions only, and they do not apply)
-    engines = [("eager", "eager", {}), ("static", "static", {})]
-    if device.type == "cuda":
-        engines += [("static_matmul", "static", {"attention": "matmul"})]
+    # (row, engine, decoder settings, bf16 weights): a graph's step attends over the whole cache; on a GPU
+    # its variants are timed too (without a graph the step reads the filled positions only, and they do
+    # not apply). Under bf16 autocast every step casts the fp32 weights again; the last rows run on a bf16
+    # copy of the model, to measure what that costs (the trainers keep fp32 weights for the optimizer)
+    engines = [("eager", "eager", {}, False), ("static", "static", {}, False)]
+    if device.type == "cuda" if variants is None else variants:
+        engines += [("static_matmul", "static", {"attention": "matmul"}, False)]
         if compile_step:
-            engines += [("static_compiled_matmul", "static", {"attention": "matmul", "compiled": True})]
+            engines += [("static_compiled_matmul", "static", {"attention": "matmul", "compiled": True}, False)]
+        if precision.bf16:
+            engines += [("static_bf16_weights", "static", {}, True)]
+            if compile_step:
+                engines += [("static_compiled_matmul_bf16_weights", "static",
+                             {"attention": "matmul", "compiled": True}, True)]
     greedy = {}
-    for row, engine, settings in engines:
-        def run(engine=engine):
+    for row, engine, settings, bf16_weights in engines:
+        if bf16_weights and next(model.parameters()).dtype != torch.bfloat16:
+            model = model.to(torch.bfloat16)  # the rows after this one all run on the copy
+
+        def run(engine=engine, model=model):
             with precision.autocast():
                 generate_responses(model, prompts, layout, temperature=1.0, top_k=100, seed=0, engine=engine)
         try:

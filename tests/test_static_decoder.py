@@ -122,6 +122,20 @@ def test_speed_benchmark_shows_a_failed_decode_variant_beside_the_timed_ones():
     assert "| static | " in text and "| eager | " in text
 
 
+def test_speed_benchmark_times_every_decode_variant_it_names():
+    """The GPU's variant rows, run on a CPU under bf16 autocast: each is timed (none fails) and compared
+    with eager, the bf16-weights row on a bf16 copy of the model."""
+    from benchmarks import world_model_speed as speed
+    from rlvr_envs.core.device import setup_device
+
+    precision = setup_device("cpu", request="bf16")
+    result = speed.decoding(precision.device, precision, speed.TINY, copy_rate=1e10, compile_step=False,
+                            variants=True)
+    rows = result["engines"]
+    assert list(rows) == ["eager", "static", "static_matmul", "static_bf16_weights"]
+    assert all(row["tokens_per_second"] > 0 and 0 <= row["greedy_tokens_equal_eager"] <= 1 for row in rows.values())
+
+
 def test_static_decoder_under_bf16_autocast_keeps_a_bf16_cache_and_close_logits():
     from rlvr_envs.video.static_decoder import StaticDecoder
 
