@@ -11,10 +11,11 @@ eager vs static (KV cache + CUDA graphs), and training eager vs compiled.
   of RT-1's single-step length, tokens/s of each engine and its share of the memory floor: one
   decode step must read the whole KV cache (bf16, every position of prompt + response) and the
   bf16 weights once, so floor seconds per step = those bytes / the measured copy rate. On a GPU
-  the graph path also runs with its step attending by two matmuls (`static_matmul`) and with
-  that step `torch.compile`d before the capture (`static_compiled_matmul`, unless --no-compile;
-  `rlvr_envs.video.static_decoder.decoder_settings`), and under bf16 autocast on a bf16 copy of the
-  model (`*_bf16_weights`: no per-step weight casts); a variant that fails is reported as such.
+  the graph path also runs with its step attending by two matmuls (`static_matmul`), under bf16
+  autocast on a bf16 copy of the model (`static_bf16_weights`: no per-step weight casts), and with
+  the matmul step `torch.compile`d before the capture, on the bf16 copy where there is one
+  (`static_compiled_matmul[_bf16_weights]`, unless --no-compile;
+  `rlvr_envs.video.static_decoder.decoder_settings`); a variant that fails is reported as such.
 * training: `trainers.train_video_world_model.training_step` on random windows of the same
   length, eager and `torch.compile`d, tokens/s and MFU = tokens/s x training FLOPs per token
   (`rlvr_envs.core.sizing`) / the measured matmul rate; the first step's loss of both (same
@@ -127,17 +128,17 @@ def decoding(device, precision, sizes: SpeedSizes, copy_rate: float, compile_ste
     # (row, engine, decoder settings, bf16 weights): a graph's step attends over the whole cache; on a GPU
     # its variants are timed too (without a graph the step reads the filled positions only, and they do
     # not apply). Under bf16 autocast every step casts the fp32 weights again; the last rows run on a bf16
-    # copy of the model, to measure what that costs (the trainers keep fp32 weights for the optimizer)
+    # copy of the model, to measure what that costs (the trainers keep fp32 weights for the optimizer).
+    # One compiled row (its warm-up is tens of seconds): all three changes together
     engines = [("eager", "eager", {}, False), ("static", "static", {}, False)]
     if device.type == "cuda" if variants is None else variants:
         engines += [("static_matmul", "static", {"attention": "matmul"}, False)]
-        if compile_step:
-            engines += [("static_compiled_matmul", "static", {"attention": "matmul", "compiled": True}, False)]
-        if precision.bf16:
+        bf16 = precision.bf16
+        if bf16:
             engines += [("static_bf16_weights", "static", {}, True)]
-            if compile_step:
-                engines += [("static_compiled_matmul_bf16_weights", "static",
-                             {"attention": "matmul", "compiled": True}, True)]
+        if compile_step:
+            engines += [("static_compiled_matmul" + ("_bf16_weights" if bf16 else ""), "static",
+                         {"attention": "matmul", "compiled": True}, bf16)]
     greedy = {}
     for row, engine, settings, bf16_weights in engines:
         if bf16_weights and next(model.parameters()).dtype != torch.bfloat16:
