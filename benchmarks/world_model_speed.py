@@ -12,8 +12,8 @@ eager vs static (KV cache + CUDA graphs), and training eager vs compiled.
   decode step must read the whole KV cache (bf16, every position of prompt + response) and the
   bf16 weights once, so floor seconds per step = those bytes / the measured copy rate. On a GPU
   the graph path also runs with its step attending by two matmuls (`static_matmul`), under bf16
-  autocast on a bf16 copy of the model (`static_bf16_weights`: no per-step weight casts), and with
-  the matmul step `torch.compile`d before the capture, on the bf16 copy where there is one
+  autocast on the model converted to bf16 (`static_bf16_weights`: no per-step weight casts), and with
+  the matmul step `torch.compile`d before the capture, on the bf16 weights where there are some
   (`static_compiled_matmul[_bf16_weights]`, unless --no-compile;
   `rlvr_envs.video.static_decoder.decoder_settings`); a variant that fails is reported as such.
 * training: `trainers.train_video_world_model.training_step` on random windows of the same
@@ -127,8 +127,8 @@ def decoding(device, precision, sizes: SpeedSizes, copy_rate: float, compile_ste
                            "floor_seconds_per_step": floor, "engines": {}}
     # (row, engine, decoder settings, bf16 weights): a graph's step attends over the whole cache; on a GPU
     # its variants are timed too (without a graph the step reads the filled positions only, and they do
-    # not apply). Under bf16 autocast every step casts the fp32 weights again; the last rows run on a bf16
-    # copy of the model, to measure what that costs (the trainers keep fp32 weights for the optimizer).
+    # not apply). Under bf16 autocast every step casts the fp32 weights again; the last rows run on the
+    # model converted to bf16, to measure what that costs (the trainers keep fp32 weights for the optimizer).
     # One compiled row (its warm-up is tens of seconds): all three changes together
     engines = [("eager", "eager", {}, False), ("static", "static", {}, False)]
     if device.type == "cuda" if variants is None else variants:
@@ -142,7 +142,7 @@ def decoding(device, precision, sizes: SpeedSizes, copy_rate: float, compile_ste
     greedy = {}
     for row, engine, settings, bf16_weights in engines:
         if bf16_weights and next(model.parameters()).dtype != torch.bfloat16:
-            model = model.to(torch.bfloat16)  # the rows after this one all run on the copy
+            model = model.to(torch.bfloat16)  # in place: the rows after this one run on bf16 weights too
 
         def run(engine=engine, model=model):
             with precision.autocast():

@@ -124,7 +124,7 @@ def test_speed_benchmark_shows_a_failed_decode_variant_beside_the_timed_ones():
 
 def test_speed_benchmark_times_every_decode_variant_it_names():
     """The GPU's variant rows, run on a CPU under bf16 autocast: each is timed (none fails) and compared
-    with eager, the bf16-weights row on a bf16 copy of the model."""
+    with eager, the bf16-weights row on the model converted to bf16."""
     from benchmarks import world_model_speed as speed
     from rlvr_envs.core.device import setup_device
 
