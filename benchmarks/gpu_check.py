@@ -178,6 +178,17 @@ def split_training(available: float, first_share: float, grpo_minimum: float,
     return first, grpo
 
 
+def grpo_limit(planned: float, remaining: float, minimum: float) -> tuple[float, str | None]:
+    """GRPO's time limit once the first trainer is done: the seconds set aside for it, fewer where the
+    first trainer overran; (0, why) when GRPO is skipped."""
+    if not planned:
+        return 0.0, "the stage's seconds did not fit both trainers"
+    seconds = min(planned, remaining)
+    if seconds <= 0 or seconds < minimum:
+        return 0.0, f"{max(0.0, remaining):.0f} s left for it, {minimum:.0f} s needed"
+    return seconds, None
+
+
 def build_seconds(env_id: str, transitions: int) -> float:
     """Seconds to build `transitions` procedural transitions of `env_id`, timed on 64: CPU work before
     a trainer's own time limit starts, so the check keeps it out of the trainer's seconds."""
@@ -427,11 +438,12 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
     sft_result = sft.main(sft.Args(**sft_args, no_compile=not compiled))
     sft_seconds = time.perf_counter() - sft_began
     grpo_began = time.perf_counter()
-    grpo_seconds = min(grpo_planned, left() - sizes.text_reserve - sizes.text_grpo_overhead) if grpo_planned else 0.0
+    limit, skipped = grpo_limit(grpo_planned, left() - sizes.text_reserve - sizes.text_grpo_overhead,
+                                sizes.text_grpo_minimum)
     grpo_card = None
-    if grpo_planned and grpo_seconds >= sizes.text_grpo_minimum:  # else GRPO is skipped and the report says so
+    if not skipped:
         grpo_card = grpo.main(GRPOConfig(env_id=TEXT_ENV, model=sft_result["final_model"], out=str(work / "text_grpo"),
-                                         steps=sizes.max_steps, max_seconds=grpo_seconds,
+                                         steps=sizes.max_steps, max_seconds=limit,
                                          group_size=sizes.text_group, prompts_per_step=sizes.text_prompts,
                                          max_completion_len=sizes.text_completion, balance=True, lr=1e-5,
                                          eval_windows=sizes.trainer_eval, eval_every=10**9, checkpoint_every=10**6,
@@ -468,7 +480,7 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
                     **ctx.sft_speed(sft_result, sizes.text_batch, cost.train_flops_per_token)},
             "grpo": {"steps": grpo_card["steps"], "seconds": round(grpo_seconds, 1), "group_size": sizes.text_group,
                      "prompts_per_step": sizes.text_prompts} if grpo_card else
-                    {"skipped": f"{grpo_seconds:.0f} s left for it, {sizes.text_grpo_minimum:.0f} s needed"},
+                    {"skipped": skipped},
             "held_out": rows, "paired_vs_shipped_sft": paired,
             "held_out_transitions": len(indices), "greedy_max_new_tokens": sizes.text_completion}
 
@@ -608,11 +620,12 @@ def stage_web(ctx: Context, budget: float) -> dict[str, Any]:
                                    checkpoint_every=10**9, max_seconds=sft_seconds, out=str(work / "web_sft"),
                                    threads=args.threads, seed=0, no_compile=not compiled))
     grpo_began = time.perf_counter()
-    grpo_seconds = min(grpo_planned, left() - sizes.web_reserve - sizes.web_grpo_overhead) if grpo_planned else 0.0
+    limit, skipped = grpo_limit(grpo_planned, left() - sizes.web_reserve - sizes.web_grpo_overhead,
+                                sizes.web_grpo_minimum)
     grpo_card = None
-    if grpo_planned and grpo_seconds >= sizes.web_grpo_minimum:  # else GRPO is skipped, and so is the rlvr agent
+    if not skipped:  # else GRPO is skipped, and so is the rlvr agent
         grpo_card = grpo.main(GRPOConfig(env_id=WEB_ENV, model=sft_result["final_model"], out=str(work / "web_grpo"),
-                                         steps=sizes.max_steps, max_seconds=grpo_seconds,
+                                         steps=sizes.max_steps, max_seconds=limit,
                                          group_size=sizes.web_group, prompts_per_step=sizes.web_prompts,
                                          max_completion_len=sizes.web_completion, lr=1e-5,
                                          eval_windows=sizes.trainer_eval, eval_every=10**9, checkpoint_every=10**6,
@@ -635,7 +648,7 @@ def stage_web(ctx: Context, budget: float) -> dict[str, Any]:
                     **ctx.sft_speed(sft_result, sizes.web_batch, cost.train_flops_per_token)},
             "grpo": {"steps": grpo_card["steps"], "seconds": round(grpo_seconds, 1), "group_size": sizes.web_group,
                      "prompts_per_step": sizes.web_prompts} if grpo_card else
-                    {"skipped": f"{grpo_seconds:.0f} s left for it, {sizes.web_grpo_minimum:.0f} s needed"},
+                    {"skipped": skipped},
             "agents": {"episodes": sizes.web_episodes, "k": sizes.web_k, "seconds": round(time.perf_counter() -
                                                                                          agents_began, 1),
                        "summary": report["summary"], "paired": report["paired"], "skipped": report["skipped"]}}

@@ -131,7 +131,9 @@ def decoding(device, precision, sizes: SpeedSizes, copy_rate: float, compile_ste
     # model converted to bf16, to measure what that costs (the trainers keep fp32 weights for the optimizer).
     # One compiled row (its warm-up is tens of seconds): all three changes together
     engines = [("eager", "eager", {}, False), ("static", "static", {}, False)]
-    if device.type == "cuda" if variants is None else variants:
+    if variants is None:
+        variants = device.type == "cuda"
+    if variants:
         engines += [("static_matmul", "static", {"attention": "matmul"}, False)]
         bf16 = precision.bf16
         if bf16:

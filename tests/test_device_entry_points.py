@@ -168,11 +168,15 @@ def test_gpu_check_tiny_runs_every_stage_on_cpu_and_writes_json_and_markdown(tmp
 def test_gpu_check_sets_grpo_seconds_aside_before_the_first_trainer():
     """Two H200 runs left GRPO 1 s and 0 s after a long first trainer: its seconds, loading and
     evaluation are now kept out of the first trainer's, and GRPO is skipped only when both cannot fit."""
-    from benchmarks.gpu_check import split_training
+    from benchmarks.gpu_check import grpo_limit, split_training
 
     assert split_training(200.0, 0.75, 20.0, 25.0) == (125.0, 50.0)  # the share, overhead kept out
     assert split_training(100.0, 0.9, 20.0, 10.0) == (70.0, 20.0)  # a small share is raised to the minimum
     assert split_training(60.0, 0.75, 20.0, 25.0) == (60.0, 0.0)  # 15 s left for SFT: no GRPO, SFT gets all
+    assert grpo_limit(50.0, 80.0, 20.0) == (50.0, None)  # what was set aside
+    assert grpo_limit(50.0, 30.0, 20.0) == (30.0, None)  # the first trainer overran: fewer seconds
+    assert grpo_limit(50.0, 12.0, 20.0) == (0.0, "12 s left for it, 20 s needed")
+    assert grpo_limit(0.0, 80.0, 0.0)[0] == 0.0  # nothing was set aside: skipped, whatever is left
 
 
 def test_gpu_check_deadline_shrinks_or_skips_a_stage_that_would_overrun():

@@ -37,13 +37,14 @@ TINY = {
     "trainers.prompt_filter": ["--limit", "12", "--samples", "4", "--threads", "1"],
     "benchmarks.language_world_models": ["--transitions", "2", "--max-new-tokens", "16", "--threads", "1"],
     # one learned-simulator planner each: the others run the same loop (tests/test_planning.py)
-    "rlvr-world plan": ["--planners", "base,rlvr", "--episodes", "1", "--horizon", "1", "--samples", "4", "--top-k", "2", "--iterations", "1",
-                        "--rounds", "1", "--batch-size", "4", "--gifs", "0", "--threads", "1"],
+    "rlvr-world plan": ["--planners", "base,rlvr", "--episodes", "1", "--horizon", "1", "--samples", "4",
+                        "--top-k", "2", "--iterations", "1", "--rounds", "1", "--batch-size", "4", "--gifs", "0",
+                        "--threads", "1"],
     "benchmarks.planning_agreement": ["--episodes", "1", "--candidates", "4", "--top-k", "2", "--horizon", "1",
                                       "--threads", "1"],
     # GRPO alone: the flags and the chain are what is checked here (every method: tests/test_rl_algorithms.py)
-    "benchmarks.rl_algorithms": ["--methods", "grpo", "--steps", "1", "--seeds", "0", "--prompts-per-step", "1", "--group-size", "2",
-                                 "--eval-windows", "2", "--best-of", "1,2", "--sb3-seconds", "1", "--sb3-eval", "2",
+    "benchmarks.rl_algorithms": ["--methods", "grpo", "--steps", "1", "--seeds", "0", "--prompts-per-step", "1",
+                                 "--group-size", "2", "--eval-windows", "2", "--best-of", "1,2", "--sb3-seconds", "1", "--sb3-eval", "2",
                                  "--threads", "1"],
     "benchmarks.web_agent": ["--episodes", "1", "--k", "2", "--max-steps", "4", "--max-new-tokens", "16",
                              "--threads", "1"],

@@ -282,7 +282,7 @@ class TimeLimit(_callback_base()):
 
     def steady_rate(self) -> float | None:
         """Steps per second after the first step (None before a second step)."""
-        if self.steps < 2 or self.last_step_at is None or self.last_step_at <= self.first_step_seconds:
+        if self.steps < 2 or self.last_step_at <= self.first_step_seconds:
             return None
         return (self.steps - 1) / (self.last_step_at - self.first_step_seconds)
 
