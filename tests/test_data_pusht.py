@@ -154,6 +154,41 @@ def test_cem_episodes_are_recorded_and_leave_the_default_mix_unchanged(tmp_path)
         assert (a.policy, a.noise, a.seed) == (b.policy, b.noise, b.seed)
 
 
+AT_GOAL = np.array([100.0, 400.0, 0, 0, 256.0, 256.0, np.pi / 4, 0, 0, 0])  # coverage 1.0
+FAR_FROM_GOAL = np.array([100.0, 400.0, 0, 0, 380.0, 130.0, 0.0, 0, 0, 0])  # coverage 0.0
+
+
+def test_handoff_policy_leaves_the_task_near_the_goal_and_hands_back_after_its_off_steps():
+    assert pusht.goal_coverage(FAR_FROM_GOAL) == 0.0
+    policy = pusht.HandoffPolicy(np.random.default_rng(0), box=100.0, levels=(0.5, 0.5), off_steps=(6, 6))
+    expert_action = pusht.ScriptedPushExpert()(FAR_FROM_GOAL)
+    np.testing.assert_array_equal(policy(FAR_FROM_GOAL), expert_action)  # below the level: the expert
+    off = np.stack([policy(AT_GOAL) for _ in range(6)])  # the block reached the level: six steps off the task
+    cog = AT_GOAL[4:6] + pusht.policies._rotation(AT_GOAL[6]) @ pusht.policies._T_COG
+    still = np.all(off == AT_GOAL[0:2], axis=1)
+    around = np.all(np.abs(off - cog) <= 100.0, axis=1)
+    assert np.all(still | around) and not np.any(np.all(off == pusht.ScriptedPushExpert()(AT_GOAL), axis=1))
+    np.testing.assert_array_equal(policy(FAR_FROM_GOAL), expert_action)  # then a fresh expert takes over
+
+
+def test_handoff_policy_stands_still_and_pushes_around_the_block_over_many_hand_offs():
+    policy = pusht.HandoffPolicy(np.random.default_rng(1), box=100.0)
+    actions = np.stack([policy(AT_GOAL) for _ in range(400)])
+    still = np.all(actions == AT_GOAL[0:2], axis=1)
+    assert 0.2 < still.mean() < 0.9  # both kinds of off-task step occur
+    with pytest.raises(ValueError, match="levels"):
+        pusht.HandoffPolicy(np.random.default_rng(0), box=100.0, levels=(0.9, 0.2))
+
+
+def test_handoff_episodes_are_recorded_and_pure_functions_of_seed_and_index():
+    config = PushTGenerationConfig(episodes=2, resolution=16, seed=3, max_steps=40, policy_weights={"handoff": 1.0})
+    generator = pusht.PushTGenerator(config)
+    first, again = generator.episode(1), generator.episode(1)
+    generator.close()
+    assert first.policy == "handoff" and (len(first) == 40 or first.success)
+    _assert_same(first, again)
+
+
 def test_save_and_load_are_bit_exact_and_dataset_reads_back(tmp_path, episodes):
     config = PushTGenerationConfig(episodes=2, resolution=RESOLUTION, seed=0, max_steps=STEPS)
     summary = pusht.generate_dataset(config, tmp_path, progress=False)

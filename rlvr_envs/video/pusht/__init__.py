@@ -84,6 +84,7 @@ from rlvr_envs.video.pusht.physics import (
 from rlvr_envs.video.pusht.policies import (
     POLICIES,
     CEMLikePolicy,
+    HandoffPolicy,
     RandomBlockPolicy,
     ScriptedPushExpert,
     cem_like_targets,
@@ -105,7 +106,7 @@ from rlvr_envs.video.pusht.storage import (
 __all__ = [
     "AGENT_RADIUS", "ARENA_SIZE", "ENV_ID", "EPISODE_FILE", "EPISODE_NAME", "FORMAT_NAME", "FORMAT_VERSION",
     "GOAL_POSE", "PHYSICS_FIELDS", "POLICIES", "SUCCESS_COVERAGE", "CEMLikePolicy", "EpisodePlan", "EpisodeWriter",
-    "OutputInUse", "PushTEpisode", "PushTEpisodeDataset", "PushTFormatError", "PushTGenerationConfig",
+    "HandoffPolicy", "OutputInUse", "PushTEpisode", "PushTEpisodeDataset", "PushTFormatError", "PushTGenerationConfig",
     "PushTGenerator", "RandomBlockPolicy", "ScriptedPushExpert", "add_data_arguments", "cem_like_targets",
     "episode_plan", "episode_seed_sequence", "episode_stats", "format_summary", "generate_dataset", "goal_coverage",
     "gym_state", "load_episode", "make_env", "perturb_start", "physics_state", "plan_expert_actions",

@@ -24,6 +24,7 @@ from rlvr_envs.video.pusht.physics import PHYSICS_FIELDS, gym_state, make_env, p
 from rlvr_envs.video.pusht.policies import (
     POLICIES,
     CEMLikePolicy,
+    HandoffPolicy,
     RandomBlockPolicy,
     ScriptedPushExpert,
     perturb_start,
@@ -208,6 +209,9 @@ class PushTGenerator:
                                 config.reseat_each_step)
         elif plan.policy == "random":
             record = run_policy(self.env, start, RandomBlockPolicy(plan.policy_rng, config.random_box),
+                                config.max_steps, config.reseat_each_step)
+        elif plan.policy == "handoff":
+            record = run_policy(self.env, start, HandoffPolicy(plan.policy_rng, config.random_box),
                                 config.max_steps, config.reseat_each_step)
         elif plan.policy == "cem":
             record = run_policy(self.env, start, CEMLikePolicy(plan.policy_rng), config.max_steps,

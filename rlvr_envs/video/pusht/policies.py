@@ -15,6 +15,9 @@ Policies (mixed per episode by the generator, chosen from `(seed, index)`):
 - ``cem``: targets like the candidates a CEM planner scores (`cem_like_targets`, redrawn from
   the agent every `horizon` chunks; `CEMLikePolicy`), so a world model sees the actions it
   will be asked to simulate when it plans.
+- ``handoff``: the expert until the block's goal coverage first reaches a level drawn per
+  episode, then pushes that do not finish the task (`HandoffPolicy`): the block near the goal
+  with actions that leave it there or push it off, which expert episodes never show.
 
 Actions are absolute agent targets in pixels (the env's own action space, float32).
 `run_policy` rolls out until success (coverage > 0.95, the env's own criterion) or
@@ -43,7 +46,7 @@ from rlvr_envs.video.pusht.physics import (
     restore_physics_state,
 )
 
-POLICIES = ("expert", "random", "replay", "cem")
+POLICIES = ("expert", "random", "replay", "cem", "handoff")
 _GYRATION_RADIUS = 40.0  # px, converts block rotation to an arc length when scoring pushes
 
 
@@ -195,6 +198,49 @@ class ScriptedPushExpert:
             if np.all((waypoint > low) & (waypoint < high)):
                 return waypoint
         return np.clip(waypoint, low, high)
+
+
+class HandoffPolicy:
+    """The expert, handing off to pushes that do not finish the task each time the block nears the goal.
+
+    A world model trained on expert episodes only sees a block near the goal moved onto it, so it
+    learns that such a block snaps onto the goal whatever the agent does: a simulator in which
+    every policy started near the goal succeeds. Here, each time the block's goal coverage first
+    reaches a level drawn from `levels`, the agent spends `off_steps` steps off the task,
+    alternating between standing still (5-25 steps) and `RandomBlockPolicy`'s targets around the
+    block, which leave the block where it is or push it off the goal; then a fresh expert takes
+    over until the next level.
+    """
+
+    def __init__(self, rng: np.random.Generator, box: float, levels: tuple[float, float] = (0.2, 0.9),
+                 off_steps: tuple[int, int] = (10, 40), still: float = 0.4):
+        if not (0.0 <= levels[0] <= levels[1] <= 1.0 and 1 <= off_steps[0] <= off_steps[1] and 0.0 <= still <= 1.0):
+            raise ValueError(f"levels must be 0 <= low <= high <= 1, off_steps 1 <= low <= high and still in [0, 1]; "
+                             f"got levels={levels}, off_steps={off_steps}, still={still}")
+        self.rng, self.box, self.levels, self.off_steps, self.still = rng, float(box), levels, off_steps, float(still)
+        self._hand_back()
+
+    def _hand_back(self) -> None:
+        self.expert = ScriptedPushExpert(self.rng)
+        self.level = float(self.rng.uniform(*self.levels))
+        self._off_left = 0
+        self._still_left = 0
+
+    def __call__(self, physics: np.ndarray) -> np.ndarray:
+        if self._off_left <= 0:
+            if goal_coverage(physics) < self.level:
+                return self.expert(physics)
+            self._off_left = int(self.rng.integers(self.off_steps[0], self.off_steps[1] + 1))
+            self.around = RandomBlockPolicy(self.rng, self.box)
+        self._off_left -= 1
+        if self._off_left == 0:
+            self._hand_back()
+        if self._still_left <= 0 and self.around._hold <= 0 and self.rng.random() < self.still:
+            self._still_at, self._still_left = np.asarray(physics[0:2], dtype=np.float32), int(self.rng.integers(5, 26))
+        if self._still_left > 0:
+            self._still_left -= 1
+            return self._still_at
+        return self.around(physics)
 
 
 def _distance_to_polygon(point: np.ndarray, outline: np.ndarray) -> float:
