@@ -171,9 +171,40 @@ def test_real2sim_runs_policies_in_both_simulators():
     assert [row["policy"] for row in out["policies"]] == ["random", "<lambda>"]  # each under its own name
     assert len(out["rollouts"]) == 4 and out["rollouts"][0].frames.shape == (3, 64, 64, 3)
     assert out["rollouts"][2].action_counts["nonfinite"] == 2
-    assert set(out["summary"]) >= {"pearson", "pearson_undefined", "mmrv", "judge_vs_env_agreement"}
+    assert set(out["summary"]) >= {"pearson", "pearson_undefined", "mmrv", "judge_vs_env_agreement", "standing_still"}
     learned.close()
     real.close()
+
+
+def test_standing_still_counts_a_block_the_learned_simulator_moves_untouched_as_a_false_success():
+    pytest.importorskip("torch")
+    from rlvr_envs.policy_eval.real2sim import standing_still
+    from rlvr_envs.simulators import PushTChunkEnv
+    from rlvr_envs.video.pusht import GOAL_POSE
+
+    start = np.array([100.0, 400.0, 0, 0, 380.0, 130.0, 0.0, 0, 0, 0])  # block far from the goal
+    on_goal = start.copy()
+    on_goal[4:7] = GOAL_POSE
+
+    class PullsOntoGoal:
+        """A simulator that shows the block on the goal after any step (the drift the probe looks for)."""
+
+        def __init__(self):
+            self.env = PushTChunkEnv()
+
+        def reset(self, options):
+            return self.env.reset(options=options)
+
+        def step(self, action):
+            frame, info = self.env.reset(options={"physics": on_goal})
+            return frame, 0.0, False, False, info
+
+    real = PushTChunkEnv()
+    drifting = standing_still(PullsOntoGoal(), real, [start], steps=2, success_coverage=0.8)
+    assert drifting["learned_coverage_change"] > 0.8 and abs(drifting["real_coverage_change"]) < 0.02
+    assert drifting["false_successes"] == 1 and drifting["starts"] == 1
+    faithful = standing_still(real, PushTChunkEnv(), [start, on_goal], steps=2, success_coverage=0.8)
+    assert faithful["false_successes"] == 0 and abs(faithful["learned_coverage_change"]) < 0.02
 
 
 def test_the_documented_user_policy_runs_through_policy_eval(tmp_path, monkeypatch, capsys):
@@ -198,6 +229,7 @@ def test_the_documented_user_policy_runs_through_policy_eval(tmp_path, monkeypat
     report = json.loads((tmp_path / "out" / "results.json").read_text())
     assert [row["policy"] for row in report["policies"]] == ["toward_centre", "circler"]
     assert all(0.0 <= row["learned_success"] <= 1.0 for row in report["policies"])
+    assert report["summary"]["standing_still"]["starts"] == 1 and "Agent standing still" in capsys.readouterr().out
     capsys.readouterr()
     with pytest.raises(SystemExit) as caught:  # checked before any model loads: one line, exit 2
         main(["policy-eval", "--policy", "my_policy:nothing", "--out", str(tmp_path / "x")])

@@ -8,8 +8,9 @@ and random) and your own, `--policy MODULE:NAME` (repeatable; a callable image -
 5 targets, or a SIMPLER-style object with reset(instruction) and step(image); reported under
 NAME); `--no-family` leaves the family out (Pearson and MMRV need two policies or more). Starts: states of held-out episodes `--lead` simulator steps before their end
 (so good policies can finish within `--max-steps` chunks). Writes OUT/results.json
-(per-policy success in both simulators, Pearson and MMRV) and OUT/gifs/<policy>.gif (real
-rollout beside the learned simulator's) for the first start.
+(per-policy success in both simulators, Pearson and MMRV, and the standing-still probe: how far
+the learned simulator moves a block nothing touches) and OUT/gifs/<policy>.gif (real rollout
+beside the learned simulator's) for the first start.
 """
 
 from __future__ import annotations
@@ -139,6 +140,10 @@ def run(args: argparse.Namespace) -> int:
               f"{row['real_env_success']:>9.2f}")
     s = result["summary"]
     print(f"Pearson {s['pearson']:.3f}  MMRV {s['mmrv']:.3f}  (learned sim vs real, {len(starts)} starts)")
+    still = s["standing_still"]
+    print(f"Agent standing still for {still['steps']} chunks: judged coverage {still['learned_coverage_change']:+.3f} "
+          f"in the learned simulator, {still['real_coverage_change']:+.3f} in the real one; judged a success in the "
+          f"learned one only from {still['false_successes']} of {still['starts']} starts")
     if s.get("pearson_undefined"):
         print(f"Pearson is undefined: {s['pearson_undefined']}")
     return 0

@@ -8,6 +8,11 @@ for `max_steps` chunks each, and judges success the same way in both: the frame 
 64x64) at any frame (`success="any"`) or at the final frame (`"final"`, the paper's human
 judge looked at the final frame). The real simulator's own success (its physics' coverage
 over the same bar) is reported beside the judged one. Then SIMPLER's `pearson` and `mmrv` of learned-sim vs real success rates.
+
+`standing_still` probes the learned simulator without any policy: with the agent standing
+still nothing touches the block, so its judged coverage must not change. A simulator that
+moves the block anyway (a world model trained on expert pushes pulls a block near the goal
+onto it) credits every policy with successes it did not earn.
 """
 
 from __future__ import annotations
@@ -68,6 +73,30 @@ def run_policy(env, policy: Policy, start_physics: np.ndarray, max_steps: int, s
                    coverage, dict(info.get("actions", {})), np.stack(frames) if record else None)
 
 
+def standing_still(learned, real, starts: Sequence[np.ndarray], steps: int = 3,
+                   success_coverage: float = SUCCESS_COVERAGE) -> dict[str, Any]:
+    """Judged coverage after `steps` chunks of the agent standing still, in both simulators, from each start.
+
+    Returns the mean change of judged coverage in each and `false_successes`: the starts whose
+    learned rollout is judged a success at some frame while the real one is not."""
+    from rlvr_envs.video.pusht.judge import judge_frame
+
+    change = {"learned": [], "real": []}
+    success = {"learned": [], "real": []}
+    for start in starts:
+        still = np.tile(np.asarray(start[0:2], dtype=np.float32), (5, 1))  # every target at the agent
+        for name, env in (("learned", learned), ("real", real)):
+            frame, _ = env.reset(options={"physics": start})
+            first = judge_frame(frame, success_coverage).coverage
+            judged = [judge_frame(env.step(still)[0], success_coverage) for _ in range(steps)]
+            change[name].append(judged[-1].coverage - first)
+            success[name].append(any(j.success for j in judged))
+    return {"steps": steps, "starts": len(starts),
+            "learned_coverage_change": float(np.mean(change["learned"])),
+            "real_coverage_change": float(np.mean(change["real"])),
+            "false_successes": int(sum(a and not b for a, b in zip(success["learned"], success["real"])))}
+
+
 def evaluate(policies: Sequence[Any], learned, real, starts: Sequence[np.ndarray], max_steps: int = 20,
              success: str = "any", record: int = 0, progress: bool = False,
              success_coverage: float = SUCCESS_COVERAGE) -> dict[str, Any]:
@@ -108,6 +137,7 @@ def evaluate(policies: Sequence[Any], learned, real, starts: Sequence[np.ndarray
         "judge_vs_env_agreement": float(np.mean([r.judged_success == bool(r.env_success)
                                                  for r in rollouts if r.simulator != type(learned).__name__]
                                                 or [np.nan])),
+        "standing_still": standing_still(learned, real, starts, success_coverage=success_coverage),
         "seconds": time.perf_counter() - began,
     }
     return {"policies": rows, "summary": summary, "rollouts": rollouts}
