@@ -731,6 +731,12 @@ def _real2sim(files: list[dict]) -> str:
                  f"{min(real):.2f}-{max(real):.2f}); the weakest policy ({worst['policy']}) succeeds in "
                  f"{_rate(worst['learned_success'])} of its learned-sim rollouts and {_rate(worst['real_success'])} of "
                  f"its real ones.")
+        if s.get("standing_still"):  # runs before the probe existed have none
+            still = s["standing_still"]
+            text += (f" With the agent standing still for {still['steps']} chunks, the judged coverage changes by "
+                     f"{still['learned_coverage_change']:+.3f} in the learned sim and "
+                     f"{still['real_coverage_change']:+.3f} in the real one; the learned sim alone calls "
+                     f"{still['false_successes']} of {still['starts']} starts a success.")
         parts.append(text)
     return "\n\n".join(parts)
 

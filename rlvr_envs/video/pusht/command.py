@@ -211,8 +211,8 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=at_least(1), default=defaults.max_steps,
                         help="simulator steps per episode at most")
     parser.add_argument("--policy-weights", type=_policy_weights, default=defaults.policy_weights,
-                        help="share of episodes per policy, e.g. " + ",".join(
-                            f"{k}={v:g}" for k, v in defaults.policy_weights.items()))
+                        help=f"share of episodes per policy, NAME=WEIGHT,... among {', '.join(POLICIES)} "
+                             "(see rlvr_envs.video.pusht.policies)")
     parser.add_argument("--workers", type=at_least(1), default=min(2, os.cpu_count() or 1), help="processes")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
