@@ -207,6 +207,43 @@ def test_standing_still_counts_a_block_the_learned_simulator_moves_untouched_as_
     assert faithful["false_successes"] == 0 and abs(faithful["learned_coverage_change"]) < 0.02
 
 
+def test_starts_carry_the_recorded_history_that_ends_at_the_start_and_both_simulators_get_it():
+    from types import SimpleNamespace
+
+    from rlvr_envs.policy_eval.command import real2sim_starts
+    from rlvr_envs.policy_eval.policies import as_policy
+    from rlvr_envs.policy_eval.real2sim import run_policy, start_options
+
+    steps = 40
+    episode = SimpleNamespace(success=True, physics=np.arange(steps + 1)[:, None] * np.ones(10),
+                              frames=np.arange(steps + 1)[:, None, None, None] * np.ones((1, 4, 4, 3), np.uint8),
+                              actions=np.arange(steps)[:, None] * np.ones(2, np.float32))
+    (start,) = real2sim_starts([episode], 1, lead=12, history=3, frame_skip=5)
+    t = steps - 12
+    assert start["physics"][0] == t
+    assert [int(f[0, 0, 0]) for f in start["frames"]] == [t - 10, t - 5, t]  # the frames that end at the start
+    assert start["actions"].shape == (2, 5, 2) and start["actions"][:, :, 0].ravel().tolist() == list(range(t - 10, t))
+    (plain,) = real2sim_starts([episode], 1, lead=12)
+    assert set(plain) == {"physics"}
+    (early,) = real2sim_starts([episode], 1, lead=steps, history=3)  # never before the history fits
+    assert early["physics"][0] == 10
+
+    class Recorder:
+        def reset(self, options):
+            self.options = options
+            return np.zeros((4, 4, 3), np.uint8), {}
+
+        def step(self, action):
+            return np.zeros((4, 4, 3), np.uint8), 0.0, False, False, {}
+
+    env = Recorder()
+    run_policy(env, as_policy(lambda image: np.zeros((5, 2))), start, max_steps=1)
+    assert env.options["frames"] is start["frames"] and env.options["physics"] is start["physics"]
+    assert start_options(start["physics"]) == {"physics": start["physics"]}  # a bare physics state still works
+    with pytest.raises(ValueError, match="physics"):
+        start_options({"frames": start["frames"]})
+
+
 def test_the_documented_user_policy_runs_through_policy_eval(tmp_path, monkeypatch, capsys):
     """docs/recipes.md's `--policy MODULE:NAME` example, at a tiny budget: both policies run in
     both simulators and are reported under their own names."""

@@ -7,7 +7,11 @@ Policies: the image-based family (`pusht_policy_family`: pixel expert at `--nois
 and random) and your own, `--policy MODULE:NAME` (repeatable; a callable image -> chunk of
 5 targets, or a SIMPLER-style object with reset(instruction) and step(image); reported under
 NAME); `--no-family` leaves the family out (Pearson and MMRV need two policies or more). Starts: states of held-out episodes `--lead` simulator steps before their end
-(so good policies can finish within `--max-steps` chunks). Writes OUT/results.json
+(so good policies can finish within `--max-steps` chunks); the real simulator starts from the
+physics state, the learned one from the recorded frames and actions that led to it
+(`--start-from history`: the context it was trained on, and the velocities the physics state
+holds) or from the start frame alone (`frame`: the agent standing still, a context the real
+state contradicts when its agent or block was moving). Writes OUT/results.json
 (per-policy success in both simulators, Pearson and MMRV, and the standing-still probe: how far
 the learned simulator moves a block nothing touches) and OUT/gifs/<policy>.gif (real rollout
 beside the learned simulator's) for the first start.
@@ -30,6 +34,7 @@ from rlvr_envs.core.paths import ASSETS
 #: (Pearson 0.967 with the policy family, benchmarks/results/real2sim/shipped_mle12k; the shipped
 #: MLE model of PushT-LearnedSim-v0 ranks the same policies backwards, Pearson -0.47 in real2sim/base)
 DEFAULT_MODEL = ASSETS / "video" / "pusht_single_step_mle12k_model"
+START_FROM = ("history", "frame")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,6 +48,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--starts", type=at_least(1), default=10, help="start states per policy")
     parser.add_argument("--lead", type=at_least(0), default=60,
                         help="start this many simulator steps before an episode's end")
+    parser.add_argument("--start-from", default="history", choices=START_FROM,
+                        help="the learned simulator's context at a start: 'history', the real frames and actions "
+                             "before it (the real simulator starts from the physics state they left, velocities "
+                             "included); 'frame', the start frame repeated with the agent standing still")
     parser.add_argument("--max-steps", type=at_least(1), default=20, help="chunks (of 5 simulator steps) per rollout")
     parser.add_argument("--noise", type=number_list(0.0), default="0,10,25,50", help="pixel-expert noise levels (px)")
     parser.add_argument("--policy", action="append", default=[], metavar="MODULE:NAME",
@@ -76,15 +85,27 @@ def check(args: argparse.Namespace) -> None:
         raise ValueError("no policy to run: give --policy MODULE:NAME or keep --family")
 
 
-def real2sim_starts(episodes, count: int, lead: int, seed: int = 0) -> list[np.ndarray]:
-    """`count` start states, `lead` steps before the end of (successful first) held-out episodes."""
+def real2sim_starts(episodes, count: int, lead: int, seed: int = 0, history: int = 1,
+                    frame_skip: int = 5) -> list[dict[str, np.ndarray]]:
+    """`count` starts, `lead` steps before the end of (successful first) held-out episodes.
+
+    Each start is reset options both simulators read: "physics" (the state at the start, for
+    the real one) and, with `history` > 1, "frames" and "actions": the `history` recorded frames
+    `frame_skip` steps apart that end at the start and the action chunks between them (the
+    learned one's context; it takes them over the physics)."""
     rng = np.random.default_rng(seed)
     ordered = sorted(range(len(episodes)), key=lambda i: (not episodes[i].success, i))
+    back = (history - 1) * frame_skip
     starts = []
     for k in range(count):
-        physics = np.asarray(episodes[ordered[k % len(ordered)]].physics)
-        t = max(0, len(physics) - 1 - lead - int(rng.integers(0, 10)) * (k >= len(ordered)))
-        starts.append(physics[t].copy())
+        episode = episodes[ordered[k % len(ordered)]]
+        physics = np.asarray(episode.physics)
+        t = max(back, len(physics) - 1 - lead - int(rng.integers(0, 10)) * (k >= len(ordered)))
+        start = {"physics": physics[t].copy()}
+        if history > 1:
+            start["frames"] = np.asarray(episode.frames)[t - back:t + 1:frame_skip].copy()
+            start["actions"] = np.asarray(episode.actions)[t - back:t].reshape(history - 1, frame_skip, 2).copy()
+        starts.append(start)
     return starts
 
 
@@ -115,9 +136,11 @@ def run(args: argparse.Namespace) -> int:
     device = str(setup_device(args.device).device)  # the learned simulator's model and tokenizer run there
     data = args.data or embedded_heldout_dir(args.heldout_episodes, 64)
     episodes = list(PushTEpisodeDataset(data))
-    starts = real2sim_starts(episodes, args.starts, args.lead, args.seed)
     learned = LearnedPushTSim(args.model or str(DEFAULT_MODEL), args.tokenizer, temperature=args.temperature,
                               reward="none", device=device)
+    starts = real2sim_starts(episodes, args.starts, args.lead, args.seed,
+                             history=learned.history if args.start_from == "history" else 1,
+                             frame_skip=learned.frame_skip)
     real = PushTChunkEnv(resolution=learned.resolution[0])
     result = evaluate(policies, learned, real, starts, args.max_steps, args.success, record=1, progress=True,
                       success_coverage=args.success_coverage)
@@ -128,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
             save_gif(out / "gifs" / f"{policy}.gif", [pair[1], pair[0]])  # real | learned
     report = {"command": recorded_command("rlvr-world policy-eval", args),
               "model": learned.model_name, "time": time.strftime("%Y-%m-%d %H:%M"), "data": str(data),
+              "start_from": args.start_from,
               "judge": f"frame judge (rlvr_envs.video.pusht.judge) in both simulators, success = judged "
                        f"coverage > {args.success_coverage}; real_env_success is the real env's own coverage over "
                        f"the same bar", "policies": result["policies"], "summary": result["summary"],

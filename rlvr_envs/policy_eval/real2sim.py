@@ -1,7 +1,7 @@
 """Real2Sim: run policies in a learned simulator and in the real one from the same starts.
 
-`evaluate(policies, learned, real, starts)` runs every policy from every start state in
-both simulators (chunk envs with the same interface: `LearnedPushTSim`, `PushTChunkEnv`),
+`evaluate(policies, learned, real, starts)` runs every policy from every start (a physics
+state, or `start_options`: the state and the recorded history that led to it) in both simulators (chunk envs with the same interface: `LearnedPushTSim`, `PushTChunkEnv`),
 for `max_steps` chunks each, and judges success the same way in both: the frame judge
 (`video.pusht.judge`) on the frames the simulator shows, success = judged coverage >
 `success_coverage` (gym-pusht's 0.95 by default; 0.8 is the bar the judge reads reliably at
@@ -44,16 +44,25 @@ class Rollout:
     frames: np.ndarray | None = field(default=None, repr=False)
 
 
-def run_policy(env, policy: Policy, start_physics: np.ndarray, max_steps: int, success: str = "any",
+def start_options(start: Any) -> dict[str, Any]:
+    """A start as reset options: a physics state, or a dict with "physics" and optionally a recorded
+    "frames"/"actions" history (the learned simulator takes the history, the real one the physics)."""
+    options = dict(start) if isinstance(start, dict) else {"physics": start}
+    if options.get("physics") is None:
+        raise ValueError("a start needs its physics state (the real simulator starts from it)")
+    return options
+
+
+def run_policy(env, policy: Policy, start: Any, max_steps: int, success: str = "any",
                record: bool = False, instruction: str = "push the T onto the goal",
                success_coverage: float = SUCCESS_COVERAGE) -> Rollout:
-    """One rollout of `policy` in `env` from `start_physics`, judged from frames."""
+    """One rollout of `policy` in `env` from `start` (see `start_options`), judged from frames."""
     from rlvr_envs.video.pusht.judge import judge_frame
 
     if success not in SUCCESS_RULES:
         raise ValueError(f"success must be one of {SUCCESS_RULES}, got {success!r}")
     policy.reset(instruction)
-    frame, info = env.reset(options={"physics": start_physics})
+    frame, info = env.reset(options=start_options(start))
     frames = [frame]
     judged_any, env_any, steps, coverage = False, None, 0, 0.0
     for steps in range(1, max_steps + 1):
@@ -73,7 +82,7 @@ def run_policy(env, policy: Policy, start_physics: np.ndarray, max_steps: int, s
                    coverage, dict(info.get("actions", {})), np.stack(frames) if record else None)
 
 
-def standing_still(learned, real, starts: Sequence[np.ndarray], steps: int = 3,
+def standing_still(learned, real, starts: Sequence[Any], steps: int = 3,
                    success_coverage: float = SUCCESS_COVERAGE) -> dict[str, Any]:
     """Judged coverage after `steps` chunks of the agent standing still, in both simulators, from each start.
 
@@ -83,10 +92,10 @@ def standing_still(learned, real, starts: Sequence[np.ndarray], steps: int = 3,
 
     change = {"learned": [], "real": []}
     success = {"learned": [], "real": []}
-    for start in starts:
-        still = np.tile(np.asarray(start[0:2], dtype=np.float32), (5, 1))  # every target at the agent
+    for start in map(start_options, starts):
+        still = np.tile(np.asarray(start["physics"][0:2], dtype=np.float32), (5, 1))  # every target at the agent
         for name, env in (("learned", learned), ("real", real)):
-            frame, _ = env.reset(options={"physics": start})
+            frame, _ = env.reset(options=start)
             first = judge_frame(frame, success_coverage).coverage
             judged = [judge_frame(env.step(still)[0], success_coverage) for _ in range(steps)]
             change[name].append(judged[-1].coverage - first)
@@ -97,7 +106,7 @@ def standing_still(learned, real, starts: Sequence[np.ndarray], steps: int = 3,
             "false_successes": int(sum(a and not b for a, b in zip(success["learned"], success["real"])))}
 
 
-def evaluate(policies: Sequence[Any], learned, real, starts: Sequence[np.ndarray], max_steps: int = 20,
+def evaluate(policies: Sequence[Any], learned, real, starts: Sequence[Any], max_steps: int = 20,
              success: str = "any", record: int = 0, progress: bool = False,
              success_coverage: float = SUCCESS_COVERAGE) -> dict[str, Any]:
     """Per-policy success in both simulators and SIMPLER's metrics (learned vs real).
