@@ -708,6 +708,11 @@ def _number(x: Any, digits: int = 3) -> str:
     return "n/a" if _nan(x) else f"{x:.{digits}f}"
 
 
+#: how a Real2Sim run started the learned simulator (runs without `start_from` predate the option: 'frame')
+_LEARNED_START = {"history": "the recorded frames and actions that led to each start",
+                  "frame": "each start frame repeated, the agent standing still"}
+
+
 def _real2sim(files: list[dict]) -> str:
     parts = []
     for d in files:
@@ -716,7 +721,8 @@ def _real2sim(files: list[dict]) -> str:
                  str(p["starts"])] for p in d["policies"]]
         model = Path(d["model"]).name if d.get("model") else Path(d["_file"]).parent.name
         text = (f"**Real2Sim on PushT, {Path(d['_file']).parent.name} world model** ({model}; `{d['command']}`, "
-                f"{_shown(d['_file'])}): {d.get('judge', '')}.\n\n")
+                f"{_shown(d['_file'])}): {d.get('judge', '')}. The learned sim starts from "
+                f"{_LEARNED_START[d.get('start_from', 'frame')]} (the real sim: from the physics state).\n\n")
         text += _table(["policy", "success in the learned sim", "in the real sim (judged)", "in the real env",
                         "starts"], ["---", "---:", "---:", "---:", "---:"], rows) + "\n\n"
         text += (f"Learned sim vs real (judged): Pearson {_number(s['pearson'])}, MMRV {_number(s['mmrv'])}; vs the "
