@@ -6,8 +6,9 @@
 Policies: the image-based family (`pusht_policy_family`: pixel expert at `--noise` levels
 and random) and your own, `--policy MODULE:NAME` (repeatable; a callable image -> chunk of
 5 targets, or a SIMPLER-style object with reset(instruction) and step(image); reported under
-NAME); `--no-family` leaves the family out (Pearson and MMRV need two policies or more). Starts: states of held-out episodes `--lead` simulator steps before their end
-(so good policies can finish within `--max-steps` chunks); the real simulator starts from the
+NAME); `--no-family` leaves the family out (Pearson and MMRV need two policies or more).
+Starts: states of held-out episodes `--lead` simulator steps before their end (so good
+policies can finish within `--max-steps` chunks); the real simulator starts from the
 physics state, the learned one from the recorded frames and actions that led to it
 (`--start-from history`: the context it was trained on, and the velocities the physics state
 holds) or from the start frame alone (`frame`: the agent standing still, a context the real

@@ -1,13 +1,15 @@
 """Real2Sim: run policies in a learned simulator and in the real one from the same starts.
 
 `evaluate(policies, learned, real, starts)` runs every policy from every start (a physics
-state, or `start_options`: the state and the recorded history that led to it) in both simulators (chunk envs with the same interface: `LearnedPushTSim`, `PushTChunkEnv`),
-for `max_steps` chunks each, and judges success the same way in both: the frame judge
+state, or `start_options`: the state and the recorded history that led to it) in both
+simulators (chunk envs with the same interface: `LearnedPushTSim`, `PushTChunkEnv`), for
+`max_steps` chunks each, and judges success the same way in both: the frame judge
 (`video.pusht.judge`) on the frames the simulator shows, success = judged coverage >
 `success_coverage` (gym-pusht's 0.95 by default; 0.8 is the bar the judge reads reliably at
 64x64) at any frame (`success="any"`) or at the final frame (`"final"`, the paper's human
 judge looked at the final frame). The real simulator's own success (its physics' coverage
-over the same bar) is reported beside the judged one. Then SIMPLER's `pearson` and `mmrv` of learned-sim vs real success rates.
+over the same bar) is reported beside the judged one. Then SIMPLER's `pearson` and `mmrv` of
+learned-sim vs real success rates.
 
 `standing_still` probes the learned simulator without any policy: with the agent standing
 still nothing touches the block, so its judged coverage must not change. A simulator that

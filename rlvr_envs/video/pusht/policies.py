@@ -235,7 +235,7 @@ class HandoffPolicy:
         self._off_left -= 1
         if self._off_left == 0:
             self._hand_back()
-        if self._still_left <= 0 and self.around._hold <= 0 and self.rng.random() < self.still:
+        if self._still_left <= 0 and self.around.hold_left <= 0 and self.rng.random() < self.still:
             self._still_at, self._still_left = np.asarray(physics[0:2], dtype=np.float32), int(self.rng.integers(5, 26))
         if self._still_left > 0:
             self._still_left -= 1
@@ -263,14 +263,14 @@ class RandomBlockPolicy:
     def __init__(self, rng: np.random.Generator, box: float):
         self.rng, self.box = rng, float(box)
         self._target: np.ndarray | None = None
-        self._hold = 0
+        self.hold_left = 0  #: steps the current target is still held for
 
     def __call__(self, physics: np.ndarray) -> np.ndarray:
-        if self._hold <= 0 or self._target is None:
+        if self.hold_left <= 0 or self._target is None:
             cog = physics[4:6] + _rotation(physics[6]) @ _T_COG
             self._target = np.clip(cog + self.rng.uniform(-self.box, self.box, size=2), 0.0, ARENA_SIZE)
-            self._hold = int(self.rng.integers(1, 6))
-        self._hold -= 1
+            self.hold_left = int(self.rng.integers(1, 6))
+        self.hold_left -= 1
         return self._target.astype(np.float32)
 
 
