@@ -180,6 +180,22 @@ def test_handoff_policy_stands_still_and_pushes_around_the_block_over_many_hand_
         pusht.HandoffPolicy(np.random.default_rng(0), box=100.0, levels=(0.9, 0.2))
 
 
+def test_sweep_handoff_gives_targets_anywhere_in_the_arena_a_new_one_every_step_or_stands_still():
+    policy = pusht.HandoffPolicy(np.random.default_rng(2), box=100.0, levels=(0.5, 0.5), off_steps=(40, 40),
+                                 sweep=True)
+    off = np.stack([policy(AT_GOAL) for _ in range(40)])
+    still = np.all(off == AT_GOAL[0:2], axis=1)
+    swept = off[~still]
+    assert 0 < still.sum() < 40 and np.all((swept >= 0) & (swept <= pusht.ARENA_SIZE))
+    cog = AT_GOAL[4:6] + pusht.policies._rotation(AT_GOAL[6]) @ pusht.policies._T_COG
+    assert np.any(np.abs(swept - cog).max(axis=1) > 100.0)  # beyond the box the block pushes keep to
+    assert len(np.unique(swept, axis=0)) == len(swept)  # never held
+    config = PushTGenerationConfig(episodes=1, resolution=16, seed=3, max_steps=30, policy_weights={"sweep": 1.0})
+    generator = pusht.PushTGenerator(config)
+    assert generator.episode(0).policy == "sweep"
+    generator.close()
+
+
 def test_handoff_episodes_are_recorded_and_pure_functions_of_seed_and_index():
     config = PushTGenerationConfig(episodes=2, resolution=16, seed=3, max_steps=40, policy_weights={"handoff": 1.0})
     generator = pusht.PushTGenerator(config)

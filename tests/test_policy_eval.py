@@ -207,6 +207,58 @@ def test_standing_still_counts_a_block_the_learned_simulator_moves_untouched_as_
     assert faithful["false_successes"] == 0 and abs(faithful["learned_coverage_change"]) < 0.02
 
 
+def test_the_judge_reads_the_real_simulator_and_the_start_through_the_view_and_never_the_model_frames():
+    """A view that shows the block on the goal: every real frame and every start frame read through it
+    becomes a success; the learned simulator's own frames are judged as they are."""
+    pytest.importorskip("torch")
+    from rlvr_envs.policy_eval.policies import as_policy
+    from rlvr_envs.policy_eval.real2sim import evaluate
+    from rlvr_envs.simulators import PushTChunkEnv
+    from rlvr_envs.video.pusht import GOAL_POSE
+
+    start = np.array([100.0, 400.0, 0, 0, 380.0, 130.0, 0.0, 0, 0, 0])  # block far from the goal
+    on_goal = start.copy()
+    on_goal[4:7] = GOAL_POSE
+    goal_frame = PushTChunkEnv().reset(options={"physics": on_goal})[0]
+    viewed = []
+
+    def view(frame):
+        viewed.append(frame)
+        return goal_frame
+
+    class Learned(PushTChunkEnv):
+        """Stands in for the learned simulator (judged without the view)."""
+
+    still = as_policy(lambda image: np.tile(start[0:2], (5, 1)))
+    out = evaluate([still], Learned(), PushTChunkEnv(), [start], max_steps=2, view=view, success_coverage=0.8)
+    row = out["policies"][0]
+    assert row["real_success"] == 1.0 and row["learned_success"] == 0.0 and row["real_env_success"] == 0.0
+    still_probe = out["summary"]["standing_still"]
+    assert still_probe["real_coverage_change"] == 0.0  # start and steps both read through the view
+    assert still_probe["learned_coverage_change"] < -0.8  # its start through the view, its steps as shown
+    assert len(viewed) == 1 + 1 + 2 + 3  # real rollout's step (then success), final, 2 starts, 3 real probe steps
+    plain = evaluate([still], Learned(), PushTChunkEnv(), [start], max_steps=2, success_coverage=0.8)
+    assert plain["policies"][0]["real_success"] == 0.0
+
+
+def test_the_learned_simulator_reconstructs_a_frame_through_its_tokenizer():
+    pytest.importorskip("torch")
+    from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
+    from rlvr_envs.video.frame_tokenizer import FrameTokenizer
+    from rlvr_envs.video.layout import VideoVocabulary
+    from rlvr_envs.video.task import default_tokenizer_dir
+    from rlvr_envs.video.world_model import build_world_model
+
+    tokenizer = FrameTokenizer.load(default_tokenizer_dir())
+    learned = LearnedPushTSim(build_world_model(VideoVocabulary(tokenizer.config.codebook_size, 256), 300, "tiny"),
+                              tokenizer)
+    frame = PushTChunkEnv().reset(seed=3)[0]
+    shown = learned.reconstruct(frame)
+    assert shown.shape == frame.shape and shown.dtype == np.uint8
+    assert np.array_equal(shown, learned.decode(tokenizer.encode(frame[None]))[0])
+    assert not np.array_equal(shown, frame) and np.abs(shown.astype(int) - frame).mean() < 20
+
+
 def test_starts_carry_the_recorded_history_that_ends_at_the_start_and_both_simulators_get_it():
     from types import SimpleNamespace
 

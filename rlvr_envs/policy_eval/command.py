@@ -36,6 +36,7 @@ from rlvr_envs.core.paths import ASSETS
 #: MLE model of PushT-LearnedSim-v0 ranks the same policies backwards, Pearson -0.47 in real2sim/base)
 DEFAULT_MODEL = ASSETS / "video" / "pusht_single_step_mle12k_model"
 START_FROM = ("history", "frame")
+JUDGE_FRAMES = ("reconstructed", "rendered")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the learned simulator's context at a start: 'history', the real frames and actions "
                              "before it (the real simulator starts from the physics state they left, velocities "
                              "included); 'frame', the start frame repeated with the agent standing still")
+    parser.add_argument("--judge-frames", default="reconstructed", choices=JUDGE_FRAMES,
+                        help="what the judge reads of the real simulator and the start: 'reconstructed', its frames "
+                             "through the learned simulator's tokenizer (encode, decode), so both simulators are "
+                             "judged at the same image quality; 'rendered', its frames as rendered (the tokenizer's "
+                             "blur alone then credits the learned simulator with coverage)")
     parser.add_argument("--max-steps", type=at_least(1), default=20, help="chunks (of 5 simulator steps) per rollout")
     parser.add_argument("--noise", type=number_list(0.0), default="0,10,25,50", help="pixel-expert noise levels (px)")
     parser.add_argument("--policy", action="append", default=[], metavar="MODULE:NAME",
@@ -143,8 +149,9 @@ def run(args: argparse.Namespace) -> int:
                              history=learned.history if args.start_from == "history" else 1,
                              frame_skip=learned.frame_skip)
     real = PushTChunkEnv(resolution=learned.resolution[0])
+    view = learned.reconstruct if args.judge_frames == "reconstructed" else None
     result = evaluate(policies, learned, real, starts, args.max_steps, args.success, record=1, progress=True,
-                      success_coverage=args.success_coverage)
+                      success_coverage=args.success_coverage, view=view)
     out = Path(args.out)
     for policy in {r.policy for r in result["rollouts"]}:
         pair = [r.frames for r in result["rollouts"] if r.policy == policy and r.frames is not None]
@@ -152,10 +159,12 @@ def run(args: argparse.Namespace) -> int:
             save_gif(out / "gifs" / f"{policy}.gif", [pair[1], pair[0]])  # real | learned
     report = {"command": recorded_command("rlvr-world policy-eval", args),
               "model": learned.model_name, "time": time.strftime("%Y-%m-%d %H:%M"), "data": str(data),
-              "start_from": args.start_from,
+              "start_from": args.start_from, "judge_frames": args.judge_frames,
               "judge": f"frame judge (rlvr_envs.video.pusht.judge) in both simulators, success = judged "
-                       f"coverage > {args.success_coverage}; real_env_success is the real env's own coverage over "
-                       f"the same bar", "policies": result["policies"], "summary": result["summary"],
+                       f"coverage > {args.success_coverage}"
+                       + (", real frames read through the learned simulator's tokenizer" if view else "")
+                       + "; real_env_success is the real env's own coverage over the same bar",
+              "policies": result["policies"], "summary": result["summary"],
               "rollouts": [{k: v for k, v in vars(r).items() if k != "frames"} for r in result["rollouts"]]}
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(strict_json(report), indent=2, default=float) + "\n")  # NaN: null

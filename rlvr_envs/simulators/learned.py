@@ -305,6 +305,12 @@ class LearnedPushTSim(gym.Env):
         frames = (self.tokenizer.decode(flat).numpy() * 255.0).round().astype(np.uint8)
         return frames.reshape(*codes.shape[:-1], *frames.shape[1:])
 
+    def reconstruct(self, frame: np.ndarray) -> np.ndarray:
+        """`frame` [H, W, 3] as this simulator would show it: through its tokenizer's encode and decode
+        (what a judge of both simulators' frames reads from the real one, so blur counts in both)."""
+        frame = self._fit(np.asarray(frame)[None])
+        return self.decode(self.tokenizer.encode(frame))[0]
+
     def step(self, action):
         if self.context is None:
             raise RuntimeError("call reset() before step()")

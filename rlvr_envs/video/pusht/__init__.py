@@ -83,6 +83,7 @@ from rlvr_envs.video.pusht.physics import (
 )
 from rlvr_envs.video.pusht.policies import (
     POLICIES,
+    ArenaSweepPolicy,
     CEMLikePolicy,
     HandoffPolicy,
     RandomBlockPolicy,
@@ -105,11 +106,11 @@ from rlvr_envs.video.pusht.storage import (
 
 __all__ = [
     "AGENT_RADIUS", "ARENA_SIZE", "ENV_ID", "EPISODE_FILE", "EPISODE_NAME", "FORMAT_NAME", "FORMAT_VERSION",
-    "GOAL_POSE", "PHYSICS_FIELDS", "POLICIES", "SUCCESS_COVERAGE", "CEMLikePolicy", "EpisodePlan", "EpisodeWriter",
-    "HandoffPolicy", "OutputInUse", "PushTEpisode", "PushTEpisodeDataset", "PushTFormatError", "PushTGenerationConfig",
-    "PushTGenerator", "RandomBlockPolicy", "ScriptedPushExpert", "add_data_arguments", "cem_like_targets",
-    "episode_plan", "episode_seed_sequence", "episode_stats", "format_summary", "generate_dataset", "goal_coverage",
-    "gym_state", "load_episode", "make_env", "perturb_start", "physics_state", "plan_expert_actions",
+    "GOAL_POSE", "PHYSICS_FIELDS", "POLICIES", "SUCCESS_COVERAGE", "ArenaSweepPolicy", "CEMLikePolicy", "EpisodePlan",
+    "EpisodeWriter", "HandoffPolicy", "OutputInUse", "PushTEpisode", "PushTEpisodeDataset", "PushTFormatError",
+    "PushTGenerationConfig", "PushTGenerator", "RandomBlockPolicy", "ScriptedPushExpert", "add_data_arguments",
+    "cem_like_targets", "episode_plan", "episode_seed_sequence", "episode_stats", "format_summary", "generate_dataset",
+    "goal_coverage", "gym_state", "load_episode", "make_env", "perturb_start", "physics_state", "plan_expert_actions",
     "plan_mismatch", "read_config", "render_frame", "replay_episode", "restore_physics_state", "run_data_command",
     "run_policy", "save_episode", "summarize",
 ]

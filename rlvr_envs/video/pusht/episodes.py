@@ -210,9 +210,9 @@ class PushTGenerator:
         elif plan.policy == "random":
             record = run_policy(self.env, start, RandomBlockPolicy(plan.policy_rng, config.random_box),
                                 config.max_steps, config.reseat_each_step)
-        elif plan.policy == "handoff":
-            record = run_policy(self.env, start, HandoffPolicy(plan.policy_rng, config.random_box),
-                                config.max_steps, config.reseat_each_step)
+        elif plan.policy in ("handoff", "sweep"):
+            policy = HandoffPolicy(plan.policy_rng, config.random_box, sweep=plan.policy == "sweep")
+            record = run_policy(self.env, start, policy, config.max_steps, config.reseat_each_step)
         elif plan.policy == "cem":
             record = run_policy(self.env, start, CEMLikePolicy(plan.policy_rng), config.max_steps,
                                 config.reseat_each_step)

@@ -18,6 +18,9 @@ Policies (mixed per episode by the generator, chosen from `(seed, index)`):
 - ``handoff``: the expert until the block's goal coverage first reaches a level drawn per
   episode, then pushes that do not finish the task (`HandoffPolicy`): the block near the goal
   with actions that leave it there or push it off, which expert episodes never show.
+- ``sweep``: as ``handoff``, but the off-task pushes are targets anywhere in the arena, a new
+  one every step (`ArenaSweepPolicy`): the agent at its top speed, the actions a random or
+  badly trained policy under evaluation gives, which the other policies never do.
 
 Actions are absolute agent targets in pixels (the env's own action space, float32).
 `run_policy` rolls out until success (coverage > 0.95, the env's own criterion) or
@@ -46,7 +49,7 @@ from rlvr_envs.video.pusht.physics import (
     restore_physics_state,
 )
 
-POLICIES = ("expert", "random", "replay", "cem", "handoff")
+POLICIES = ("expert", "random", "replay", "cem", "handoff", "sweep")
 _GYRATION_RADIUS = 40.0  # px, converts block rotation to an arc length when scoring pushes
 
 
@@ -209,15 +212,17 @@ class HandoffPolicy:
     reaches a level drawn from `levels`, the agent spends `off_steps` steps off the task,
     alternating between standing still (5-25 steps) and `RandomBlockPolicy`'s targets around the
     block, which leave the block where it is or push it off the goal; then a fresh expert takes
-    over until the next level.
+    over until the next level. `sweep=True` gives `ArenaSweepPolicy`'s targets instead of the
+    ones around the block.
     """
 
     def __init__(self, rng: np.random.Generator, box: float, levels: tuple[float, float] = (0.2, 0.9),
-                 off_steps: tuple[int, int] = (10, 40), still: float = 0.4):
+                 off_steps: tuple[int, int] = (10, 40), still: float = 0.4, sweep: bool = False):
         if not (0.0 <= levels[0] <= levels[1] <= 1.0 and 1 <= off_steps[0] <= off_steps[1] and 0.0 <= still <= 1.0):
             raise ValueError(f"levels must be 0 <= low <= high <= 1, off_steps 1 <= low <= high and still in [0, 1]; "
                              f"got levels={levels}, off_steps={off_steps}, still={still}")
         self.rng, self.box, self.levels, self.off_steps, self.still = rng, float(box), levels, off_steps, float(still)
+        self.sweep = bool(sweep)
         self._hand_back()
 
     def _hand_back(self) -> None:
@@ -231,7 +236,7 @@ class HandoffPolicy:
             if goal_coverage(physics) < self.level:
                 return self.expert(physics)
             self._off_left = int(self.rng.integers(self.off_steps[0], self.off_steps[1] + 1))
-            self.around = RandomBlockPolicy(self.rng, self.box)
+            self.around = ArenaSweepPolicy(self.rng) if self.sweep else RandomBlockPolicy(self.rng, self.box)
         self._off_left -= 1
         if self._off_left == 0:
             self._hand_back()
@@ -255,6 +260,18 @@ def _distance_to_polygon(point: np.ndarray, outline: np.ndarray) -> float:
         point[0] < starts[:, 0] + (point[1] - starts[:, 1]) * edges[:, 0] / np.where(edges[:, 1] == 0, 1e-12, edges[:, 1])
     )
     return 0.0 if int(np.count_nonzero(crossings)) % 2 else distance
+
+
+class ArenaSweepPolicy:
+    """Targets uniform over the whole arena, a new one every step (the agent at its top speed)."""
+
+    hold_left = 0  #: never holds a target (read by `HandoffPolicy` like `RandomBlockPolicy`'s)
+
+    def __init__(self, rng: np.random.Generator):
+        self.rng = rng
+
+    def __call__(self, physics: np.ndarray) -> np.ndarray:
+        return self.rng.uniform(0.0, ARENA_SIZE, size=2).astype(np.float32)
 
 
 class RandomBlockPolicy:
