@@ -70,7 +70,8 @@ def run_policy(env, policy: Policy, start: Any, max_steps: int, success: str = "
                record: bool = False, instruction: str = "push the T onto the goal",
                success_coverage: float = SUCCESS_COVERAGE, view: Callable | None = None) -> Rollout:
     """One rollout of `policy` in `env` from `start` (see `start_options`), judged from frames
-    (through `view` when given: frame -> the frame the judge reads)."""
+    (through `view` when given: frame -> the frame the judge reads). With `success="any"` it stops
+    at the judged success, or in the real simulator once both the judge and its physics have seen one."""
     from rlvr_envs.video.pusht.judge import judge_frame
 
     if success not in SUCCESS_RULES:
@@ -87,7 +88,7 @@ def run_policy(env, policy: Policy, start: Any, max_steps: int, success: str = "
         coverage = judged.coverage
         if "physics" in info:
             env_any = bool(env_any) or bool(info["coverage"] > success_coverage)
-        if success == "any" and judged.success:
+        if success == "any" and judged_any and env_any is not False:  # the real env: until its own success too
             break
     final = judge_frame(seen(frames[-1], view), success_coverage).success
     return Rollout(policy.name, type(env).__name__, -1, judged_any if success == "any" else final,
