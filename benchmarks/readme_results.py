@@ -739,9 +739,12 @@ def _real2sim(files: list[dict]) -> str:
                  f"its real ones.")
         if s.get("standing_still"):  # runs before the probe existed have none
             still = s["standing_still"]
+            reread = still.get("reconstruction_coverage_change")  # runs before it was measured have none
             text += (f" With the agent standing still for {still['steps']} chunks, the judged coverage changes by "
-                     f"{still['learned_coverage_change']:+.3f} in the learned sim and "
-                     f"{still['real_coverage_change']:+.3f} in the real one; the learned sim alone calls "
+                     f"{still['learned_coverage_change']:+.3f} in the learned sim"
+                     + ("" if reread is None else f" ({reread:+.3f} of it already read from the tokenizer's "
+                                                  f"reconstruction of the start frame)")
+                     + f" and {still['real_coverage_change']:+.3f} in the real one; the learned sim alone calls "
                      f"{still['false_successes']} of {still['starts']} starts a success.")
         parts.append(text)
     return "\n\n".join(parts)

@@ -199,12 +199,17 @@ def test_standing_still_counts_a_block_the_learned_simulator_moves_untouched_as_
             frame, info = self.env.reset(options={"physics": on_goal})
             return frame, 0.0, False, False, info
 
+        def reconstruct(self, frame):  # a tokenizer whose reconstruction already shows the block on the goal
+            return self.step(None)[0]
+
     real = PushTChunkEnv()
     drifting = standing_still(PullsOntoGoal(), real, [start], steps=2, success_coverage=0.8)
     assert drifting["learned_coverage_change"] > 0.8 and abs(drifting["real_coverage_change"]) < 0.02
     assert drifting["false_successes"] == 1 and drifting["starts"] == 1
+    assert drifting["reconstruction_coverage_change"] > 0.8  # all of the change is the reconstruction's reading
     faithful = standing_still(real, PushTChunkEnv(), [start, on_goal], steps=2, success_coverage=0.8)
     assert faithful["false_successes"] == 0 and abs(faithful["learned_coverage_change"]) < 0.02
+    assert faithful["reconstruction_coverage_change"] is None  # a simulator without a tokenizer
 
 
 def test_the_judge_reads_the_real_simulator_and_the_start_through_the_view_and_never_the_model_frames():

@@ -11,11 +11,12 @@ judge looked at the final frame). The real simulator's own success (its physics'
 over the same bar) is reported beside the judged one. Then SIMPLER's `pearson` and `mmrv` of
 learned-sim vs real success rates.
 
-`view` makes the comparison like for like: the learned simulator shows frames decoded from a
-tokenizer's codes, whose blur alone moves the judge's reading (the shipped tokenizer's round
-trip raises judged coverage by about +0.06 near the goal), so the judge reads every frame that
-did not come from the model (the real simulator's, and the start frame) through the same round
-trip (`LearnedPushTSim.reconstruct`).
+The learned simulator shows frames decoded from a tokenizer's codes, whose blur alone moves the
+judge's reading (near the goal the shipped tokenizer's round trip raises judged coverage by
+about 0.06). `view` (frame -> the frame the judge reads) judges every frame that did not come
+from the model (the real simulator's, and the start frame) through the same round trip
+(`LearnedPushTSim.reconstruct`): like for like, at the price of a real column that agrees less
+with the real env's own success.
 
 `standing_still` probes the learned simulator without any policy: with the agent standing
 still nothing touches the block, so its judged coverage must not change. A simulator that
@@ -102,17 +103,23 @@ def standing_still(learned, real, starts: Sequence[Any], steps: int = 3,
     """Judged coverage after `steps` chunks of the agent standing still, in both simulators, from each start
     (`view` as in `evaluate`: the start frames and the real simulator's frames are read through it).
 
-    Returns the mean change of judged coverage in each and `false_successes`: the starts whose
-    learned rollout is judged a success at some frame while the real one is not."""
+    Returns the mean change of judged coverage in each, `false_successes`: the starts whose
+    learned rollout is judged a success at some frame while the real one is not, and (for a
+    learned simulator with `reconstruct`, judged without a view) `reconstruction_coverage_change`:
+    the part of the learned change already read from its tokenizer's reconstruction of the start
+    frame, before anything is predicted."""
     from rlvr_envs.video.pusht.judge import judge_frame
 
     change = {"learned": [], "real": []}
     success = {"learned": [], "real": []}
+    reread = []  # judged coverage of each start frame through the learned simulator's tokenizer, minus as shown
     for start in map(start_options, starts):
         still = np.tile(np.asarray(start["physics"][0:2], dtype=np.float32), (5, 1))  # every target at the agent
         for name, env in (("learned", learned), ("real", real)):
             frame, _ = env.reset(options=start)
             first = judge_frame(seen(frame, view), success_coverage).coverage
+            if name == "learned" and view is None and hasattr(env, "reconstruct"):
+                reread.append(judge_frame(env.reconstruct(frame), success_coverage).coverage - first)
             stepped = view if name == "real" else None
             judged = [judge_frame(seen(env.step(still)[0], stepped), success_coverage) for _ in range(steps)]
             change[name].append(judged[-1].coverage - first)
@@ -120,7 +127,8 @@ def standing_still(learned, real, starts: Sequence[Any], steps: int = 3,
     return {"steps": steps, "starts": len(starts),
             "learned_coverage_change": float(np.mean(change["learned"])),
             "real_coverage_change": float(np.mean(change["real"])),
-            "false_successes": int(sum(a and not b for a, b in zip(success["learned"], success["real"])))}
+            "false_successes": int(sum(a and not b for a, b in zip(success["learned"], success["real"]))),
+            "reconstruction_coverage_change": float(np.mean(reread)) if reread else None}
 
 
 def evaluate(policies: Sequence[Any], learned, real, starts: Sequence[Any], max_steps: int = 20,
