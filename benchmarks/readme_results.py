@@ -746,6 +746,11 @@ def _real2sim(files: list[dict]) -> str:
                                                   f"reconstruction of the start frame)")
                      + f" and {still['real_coverage_change']:+.3f} in the real one; the learned sim alone calls "
                      f"{still['false_successes']} of {still['starts']} starts a success.")
+        if s.get("agent_following"):  # runs before the probe existed have none
+            follow = s["agent_following"]
+            text += (f" Sent {'/'.join(f'{d:g}' for d in follow['distances'])} px toward the centre, the agent moves "
+                     f"{'/'.join(f'{m:.0f}' for m in follow['learned_moved'])} px in the learned sim and "
+                     f"{'/'.join(f'{m:.0f}' for m in follow['real_moved'])} px in the real one.")
         parts.append(text)
     return "\n\n".join(parts)
 

@@ -171,7 +171,8 @@ def test_real2sim_runs_policies_in_both_simulators():
     assert [row["policy"] for row in out["policies"]] == ["random", "<lambda>"]  # each under its own name
     assert len(out["rollouts"]) == 4 and out["rollouts"][0].frames.shape == (3, 64, 64, 3)
     assert out["rollouts"][2].action_counts["nonfinite"] == 2
-    assert set(out["summary"]) >= {"pearson", "pearson_undefined", "mmrv", "judge_vs_env_agreement", "standing_still"}
+    assert set(out["summary"]) >= {"pearson", "pearson_undefined", "mmrv", "judge_vs_env_agreement", "standing_still",
+                                   "agent_following"}
     learned.close()
     real.close()
 
@@ -266,6 +267,31 @@ def test_the_learned_simulator_reconstructs_a_frame_through_its_tokenizer():
     assert not np.array_equal(shown, frame) and np.abs(shown.astype(int) - frame).mean() < 20
 
 
+def test_agent_following_measures_how_far_the_agent_moves_in_each_simulator():
+    pytest.importorskip("torch")
+    from rlvr_envs.policy_eval.real2sim import agent_following
+    from rlvr_envs.simulators import PushTChunkEnv
+
+    start = np.array([100.0, 400.0, 0, 0, 380.0, 130.0, 0.0, 0, 0, 0])  # the way to the centre is clear
+
+    class Frozen(PushTChunkEnv):
+        """A simulator whose agent never follows the actions."""
+
+        def step(self, action):
+            return self.reset(options={"physics": self.start})[0], 0.0, False, False, {}
+
+        def reset(self, *, seed=None, options=None):
+            self.start = options["physics"]
+            return super().reset(options=options)
+
+    probe = agent_following(Frozen(), PushTChunkEnv(), [start], distances=(30.0, 120.0))
+    assert probe["starts"] == 1 and probe["distances"] == [30.0, 120.0]
+    assert probe["learned_moved"] == [0.0, 0.0]
+    assert 10.0 < probe["real_moved"][0] < probe["real_moved"][1] <= 130.0  # farther targets, longer moves
+    same = agent_following(PushTChunkEnv(), PushTChunkEnv(), [start], distances=(60.0,))
+    assert same["learned_moved"] == same["real_moved"]
+
+
 def test_starts_carry_the_recorded_history_that_ends_at_the_start_and_both_simulators_get_it():
     from types import SimpleNamespace
 
@@ -325,7 +351,9 @@ def test_the_documented_user_policy_runs_through_policy_eval(tmp_path, monkeypat
     report = json.loads((tmp_path / "out" / "results.json").read_text())
     assert [row["policy"] for row in report["policies"]] == ["toward_centre", "circler"]
     assert all(0.0 <= row["learned_success"] <= 1.0 for row in report["policies"])
-    assert report["summary"]["standing_still"]["starts"] == 1 and "Agent standing still" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert report["summary"]["standing_still"]["starts"] == 1 and "Agent standing still" in printed
+    assert "Agent sent 30/60/120 px toward the centre" in printed
     capsys.readouterr()
     with pytest.raises(SystemExit) as caught:  # checked before any model loads: one line, exit 2
         main(["policy-eval", "--policy", "my_policy:nothing", "--out", str(tmp_path / "x")])

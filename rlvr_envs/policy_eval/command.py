@@ -181,6 +181,10 @@ def run(args: argparse.Namespace) -> int:
           + ("" if reread is None else f" ({reread:+.3f} already in its tokenizer's reconstruction of the start frame)")
           + f", {still['real_coverage_change']:+.3f} in the real one; judged a success in the "
           f"learned one only from {still['false_successes']} of {still['starts']} starts")
+    follow = s["agent_following"]
+    print(f"Agent sent {'/'.join(f'{d:g}' for d in follow['distances'])} px toward the centre: moved "
+          f"{'/'.join(f'{m:.0f}' for m in follow['learned_moved'])} px in the learned simulator, "
+          f"{'/'.join(f'{m:.0f}' for m in follow['real_moved'])} px in the real one ({follow['starts']} starts)")
     if s.get("pearson_undefined"):
         print(f"Pearson is undefined: {s['pearson_undefined']}")
     return 0

@@ -18,10 +18,11 @@ from the model (the real simulator's, and the start frame) through the same roun
 (`LearnedPushTSim.reconstruct`): like for like, at the price of a real column that agrees less
 with the real env's own success.
 
-`standing_still` probes the learned simulator without any policy: with the agent standing
-still nothing touches the block, so its judged coverage must not change. A simulator that
-moves the block anyway (a world model trained on expert pushes pulls a block near the goal
-onto it) credits every policy with successes it did not earn.
+Two probes say why a ranking fails. `standing_still`: with the agent standing still nothing
+touches the block, so its judged coverage must not change; a simulator that moves the block
+anyway (or whose frames the judge reads as nearer the goal) credits every policy with successes
+it did not earn. `agent_following`: how far the agent moves when sent a given distance; a
+simulator whose agent lags cannot show the pushes that knock the block off the goal.
 """
 
 from __future__ import annotations
@@ -131,6 +132,38 @@ def standing_still(learned, real, starts: Sequence[Any], steps: int = 3,
             "reconstruction_coverage_change": float(np.mean(reread)) if reread else None}
 
 
+def agent_following(learned, real, starts: Sequence[Any], distances: Sequence[float] = (30.0, 60.0, 120.0)
+                    ) -> dict[str, Any]:
+    """How far the agent moves in one chunk when sent `distances` pixels toward the arena's centre
+    (where the goal is), in both simulators, read from their frames (`judge.agent_position`).
+
+    A simulator whose agent lags the actions cannot show the pushes a policy makes: its block stays
+    where the real agent would have knocked it. Returns the mean distance moved per target distance
+    in each, over the starts where both frames show the agent."""
+    from rlvr_envs.video.pusht.judge import agent_position
+    from rlvr_envs.video.pusht.physics import ARENA_SIZE
+
+    moved = {"learned": [[] for _ in distances], "real": [[] for _ in distances]}
+    for start in map(start_options, starts):
+        agent = np.asarray(start["physics"][0:2], dtype=np.float64)
+        toward = np.full(2, ARENA_SIZE / 2) - agent
+        toward = toward / np.linalg.norm(toward) if np.linalg.norm(toward) > 1.0 else np.array([1.0, 0.0])
+        for k, distance in enumerate(distances):
+            target = np.clip(agent + distance * toward, 0.0, ARENA_SIZE).astype(np.float32)
+            seen_moves = {}
+            for name, env in (("learned", learned), ("real", real)):
+                before = agent_position(env.reset(options=start)[0])
+                after = agent_position(env.step(np.tile(target, (5, 1)))[0])
+                if before is not None and after is not None:
+                    seen_moves[name] = float(np.linalg.norm(after - before))
+            if len(seen_moves) == 2:
+                for name, value in seen_moves.items():
+                    moved[name][k].append(value)
+    mean = {name: [float(np.mean(v)) if v else float("nan") for v in values] for name, values in moved.items()}
+    return {"distances": [float(d) for d in distances], "learned_moved": mean["learned"], "real_moved": mean["real"],
+            "starts": len(moved["real"][0]) if distances else 0}
+
+
 def evaluate(policies: Sequence[Any], learned, real, starts: Sequence[Any], max_steps: int = 20,
              success: str = "any", record: int = 0, progress: bool = False,
              success_coverage: float = SUCCESS_COVERAGE, view: Callable | None = None) -> dict[str, Any]:
@@ -173,6 +206,7 @@ def evaluate(policies: Sequence[Any], learned, real, starts: Sequence[Any], max_
                                                  for r in rollouts if r.simulator != type(learned).__name__]
                                                 or [np.nan])),
         "standing_still": standing_still(learned, real, starts, success_coverage=success_coverage, view=view),
+        "agent_following": agent_following(learned, real, starts),
         "seconds": time.perf_counter() - began,
     }
     return {"policies": rows, "summary": summary, "rollouts": rollouts}
