@@ -56,7 +56,7 @@ def test_video_mle_two_processes_equal_one_at_the_same_global_batch(tmp_path):
     one_step = max_weight_difference(runs[1] / "checkpoint", runs[1])  # step 2 -> step 3
     assert one_step > 1e-3
     assert max_weight_difference(runs[1] / "checkpoint", runs[2] / "checkpoint") < RELATIVE_TOLERANCE * one_step
-    card = json.loads((runs[2] / "card.json").read_text())
+    card = json.loads((runs[2] / "card.json").read_text(), parse_constant=lambda name: pytest.fail(f"card has {name}"))
     assert card["processes"] == 2 and card["steps"] == 3
     assert json.loads((runs[1] / "card.json").read_text())["processes"] == 1
     # --resume at another world size: the 2-process checkpoint finished by 1 process equals the 1-process run

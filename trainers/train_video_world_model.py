@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
+from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file, strict_json
 from trainers.common import RESUME_REMEDY, adamw, check_ranges, check_run_folder, parse_dataclass_args, resume_line
 
 
@@ -329,7 +329,8 @@ def main(args: Args) -> dict:
             "tokens_per_second_after_first_step": round(steady), "micro_batch": micro, "compiled": compiled, "first_step_seconds": round(first_step_seconds or 0.0, 2),
             "machine": machine_line(run),
             "held_out": history[-1] if history else None, "eval_history": history}
-    (out / "card.json").write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
+    (out / "card.json").write_text(json.dumps(strict_json(card), indent=2, allow_nan=False) + "\n",  # inf PSNR: null
+                                   encoding="utf-8")
     print(json.dumps(card["held_out"], indent=2))
     run.end()
     return card
