@@ -714,6 +714,8 @@ _LEARNED_START = {"history": "the recorded frames and actions that led to each s
 
 
 def _real2sim(files: list[dict]) -> str:
+    from rlvr_envs.policy_eval.real2sim import probe_sentences
+
     parts = []
     for d in files:
         s = d["summary"]
@@ -737,20 +739,7 @@ def _real2sim(files: list[dict]) -> str:
                  f"{min(real):.2f}-{max(real):.2f}); the weakest policy ({worst['policy']}) succeeds in "
                  f"{_rate(worst['learned_success'])} of its learned-sim rollouts and {_rate(worst['real_success'])} of "
                  f"its real ones.")
-        if s.get("standing_still"):  # runs before the probe existed have none
-            still = s["standing_still"]
-            reread = still.get("reconstruction_coverage_change")  # runs before it was measured have none
-            text += (f" With the agent standing still for {still['steps']} chunks, the judged coverage changes by "
-                     f"{still['learned_coverage_change']:+.3f} in the learned sim"
-                     + ("" if reread is None else f" ({reread:+.3f} of it already read from the tokenizer's "
-                                                  f"reconstruction of the start frame)")
-                     + f" and {still['real_coverage_change']:+.3f} in the real one; the learned sim alone calls "
-                     f"{still['false_successes']} of {still['starts']} starts a success.")
-        if s.get("agent_following"):  # runs before the probe existed have none
-            follow = s["agent_following"]
-            text += (f" Sent {'/'.join(f'{d:g}' for d in follow['distances'])} px toward the centre, the agent moves "
-                     f"{'/'.join(f'{m:.0f}' for m in follow['learned_moved'])} px in the learned sim and "
-                     f"{'/'.join(f'{m:.0f}' for m in follow['real_moved'])} px in the real one.")
+        text += "".join(f" {sentence}" for sentence in probe_sentences(s))  # runs before a probe have none of it
         parts.append(text)
     return "\n\n".join(parts)
 

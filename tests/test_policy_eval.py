@@ -244,7 +244,7 @@ def test_the_judge_reads_the_real_simulator_and_the_start_through_the_view_and_n
     assert still_probe["learned_coverage_change"] < -0.8  # its start through the view, its steps as shown
     real_rollout = [r for r in out["rollouts"] if r.simulator == "PushTChunkEnv"][0]
     assert real_rollout.steps == 2  # judged a success at once, run on for the real env's own success
-    assert len(viewed) == 2 + 1 + 2 + 3  # the real rollout's steps and final frame, 2 starts, 3 real probe steps
+    assert len(viewed) == 2 + 2 + 3  # each frame read once: the real rollout's 2 steps, 2 starts, 3 real probe steps
     plain = evaluate([still], Learned(), PushTChunkEnv(), [start], max_steps=2, success_coverage=0.8)
     assert plain["policies"][0]["real_success"] == 0.0
 

@@ -13,9 +13,9 @@ physics state, the learned one from the recorded frames and actions that led to 
 (`--start-from history`: the context it was trained on, and the velocities the physics state
 holds) or from the start frame alone (`frame`: the agent standing still, a context the real
 state contradicts when its agent or block was moving). Writes OUT/results.json
-(per-policy success in both simulators, Pearson and MMRV, and the standing-still probe: how far
-the learned simulator moves a block nothing touches) and OUT/gifs/<policy>.gif (real rollout
-beside the learned simulator's) for the first start.
+(per-policy success in both simulators, Pearson and MMRV, and two probes: how far the learned
+simulator moves a block nothing touches, and how far its agent follows a target) and
+OUT/gifs/<policy>.gif (real rollout beside the learned simulator's) for the first start.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rlvr_envs.core.records import recorded_command
     from rlvr_envs.policy_eval.policies import load_policy, pusht_policy_family
-    from rlvr_envs.policy_eval.real2sim import evaluate
+    from rlvr_envs.policy_eval.real2sim import evaluate, probe_sentences
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
     from rlvr_envs.video.gif import save_gif
     from rlvr_envs.video.pusht import PushTEpisodeDataset
@@ -176,17 +176,8 @@ def run(args: argparse.Namespace) -> int:
               f"{row['real_env_success']:>9.2f}")
     s = result["summary"]
     print(f"Pearson {s['pearson']:.3f}  MMRV {s['mmrv']:.3f}  (learned sim vs real, {len(starts)} starts)")
-    still = s["standing_still"]
-    reread = still.get("reconstruction_coverage_change")
-    print(f"Agent standing still for {still['steps']} chunks: judged coverage {still['learned_coverage_change']:+.3f} "
-          f"in the learned simulator"
-          + ("" if reread is None else f" ({reread:+.3f} already in its tokenizer's reconstruction of the start frame)")
-          + f", {still['real_coverage_change']:+.3f} in the real one; judged a success in the "
-          f"learned one only from {still['false_successes']} of {still['starts']} starts")
-    follow = s["agent_following"]
-    print(f"Agent sent {'/'.join(f'{d:g}' for d in follow['distances'])} px toward the centre: moved "
-          f"{'/'.join(f'{m:.0f}' for m in follow['learned_moved'])} px in the learned simulator, "
-          f"{'/'.join(f'{m:.0f}' for m in follow['real_moved'])} px in the real one ({follow['starts']} starts)")
+    for sentence in probe_sentences(s):
+        print(sentence)
     if s.get("pearson_undefined"):
         print(f"Pearson is undefined: {s['pearson_undefined']}")
     return 0

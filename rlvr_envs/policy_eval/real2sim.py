@@ -81,6 +81,7 @@ def run_policy(env, policy: Policy, start: Any, max_steps: int, success: str = "
     policy.reset(instruction)
     frame, info = env.reset(options=start_options(start))
     frames = [frame]
+    judged = judge_frame(seen(frame, view), success_coverage) if max_steps < 1 else None  # else: each step's
     judged_any, env_any, steps, coverage = False, None, 0, 0.0
     for steps in range(1, max_steps + 1):
         frame, _, _, _, info = env.step(policy.act(frame))
@@ -92,7 +93,7 @@ def run_policy(env, policy: Policy, start: Any, max_steps: int, success: str = "
             env_any = bool(env_any) or bool(info["coverage"] > success_coverage)
         if success == "any" and judged_any and env_any is not False:  # the real env: until its own success too
             break
-    final = judge_frame(seen(frames[-1], view), success_coverage).success
+    final = judged.success  # the last frame's, judged in the loop
     return Rollout(policy.name, type(env).__name__, -1, judged_any if success == "any" else final,
                    env_any if success == "any" or env_any is None else bool(info["coverage"] > success_coverage),
                    steps,
@@ -162,6 +163,28 @@ def agent_following(learned, real, starts: Sequence[Any], distances: Sequence[fl
     mean = {name: [float(np.mean(v)) if v else float("nan") for v in values] for name, values in moved.items()}
     return {"distances": [float(d) for d in distances], "learned_moved": mean["learned"], "real_moved": mean["real"],
             "starts": len(moved["real"][0]) if distances else 0}
+
+
+def probe_sentences(summary: dict[str, Any]) -> list[str]:
+    """What the `standing_still` and `agent_following` probes in an `evaluate` summary found, one
+    sentence each (none for a probe the summary lacks: runs from before it existed)."""
+    sentences = []
+    still = summary.get("standing_still")
+    if still:
+        reread = still.get("reconstruction_coverage_change")
+        sentences.append(
+            f"Agent standing still for {still['steps']} chunks: judged coverage "
+            f"{still['learned_coverage_change']:+.3f} in the learned simulator"
+            + ("" if reread is None else f" ({reread:+.3f} already in its tokenizer's reconstruction of the start frame)")
+            + f", {still['real_coverage_change']:+.3f} in the real one; judged a success in the learned one only from "
+            f"{still['false_successes']} of {still['starts']} starts.")
+    follow = summary.get("agent_following")
+    if follow:
+        sentences.append(
+            f"Agent sent {'/'.join(f'{d:g}' for d in follow['distances'])} px toward the centre: moved "
+            f"{'/'.join(f'{m:.0f}' for m in follow['learned_moved'])} px in the learned simulator, "
+            f"{'/'.join(f'{m:.0f}' for m in follow['real_moved'])} px in the real one ({follow['starts']} starts).")
+    return sentences
 
 
 def evaluate(policies: Sequence[Any], learned, real, starts: Sequence[Any], max_steps: int = 20,
