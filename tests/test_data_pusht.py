@@ -354,3 +354,17 @@ def test_rerun_refuses_in_one_line_what_it_cannot_replace_and_redoes_the_rest(tm
     assert main(argv) == 0
     assert "1 episodes generated" in capsys.readouterr().out
     assert len(pusht.PushTEpisodeDataset(tmp_path)) == 2
+
+
+def test_block_escape_benchmark_counts_each_policy_with_and_without_reseating(tmp_path):
+    from benchmarks.pusht_block_escapes import main
+
+    out = tmp_path / "escapes.json"
+    assert main(["--policies", "random", "--episodes", "2", "--max-steps", "5", "--out", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [(row["policy"], row["reseat_each_step"]) for row in rows] == [("random", True), ("random", False)]
+    for row in rows:
+        assert row["steps"] == 2 * 6 and 0 <= row["steps_out"] <= row["steps"]  # 5 steps after the start state
+        assert row["share_of_steps_out"] == row["steps_out"] / row["steps"]
+    with pytest.raises(SystemExit):
+        main(["--policies", "bogus"])

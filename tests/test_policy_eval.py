@@ -292,6 +292,26 @@ def test_agent_following_measures_how_far_the_agent_moves_in_each_simulator():
     assert same["learned_moved"] == same["real_moved"]
 
 
+def test_starts_pass_over_episodes_whose_block_was_pushed_out_of_the_arena():
+    """gym-pusht's agent goes through walls and can push the block out of the frame: no start there."""
+    from types import SimpleNamespace
+
+    from rlvr_envs.policy_eval.command import real2sim_starts
+    from rlvr_envs.video.pusht.physics import block_in_arena
+
+    def episode(block_x, success):
+        physics = np.tile([256.0, 400.0, 0, 0, block_x, 256.0, 0.0, 0, 0, 0], (31, 1))
+        return SimpleNamespace(success=success, physics=physics)
+
+    inside, outside = episode(256.0, False), episode(-18.5, True)  # the escaped one would come first
+    assert block_in_arena(inside.physics[0]) and not block_in_arena(outside.physics[0])
+    assert not block_in_arena([0, 0, 0, 0, 529.3, 444.9, 0, 0, 0, 0])  # out through the right wall
+    starts = real2sim_starts([outside, inside], 3, lead=5)
+    assert [start["physics"][4] for start in starts] == [256.0] * 3
+    with pytest.raises(ValueError, match="inside the arena"):
+        real2sim_starts([outside], 1, lead=5)
+
+
 def test_starts_carry_the_recorded_history_that_ends_at_the_start_and_both_simulators_get_it():
     from types import SimpleNamespace
 
@@ -300,7 +320,9 @@ def test_starts_carry_the_recorded_history_that_ends_at_the_start_and_both_simul
     from rlvr_envs.policy_eval.real2sim import run_policy, start_options
 
     steps = 40
-    episode = SimpleNamespace(success=True, physics=np.arange(steps + 1)[:, None] * np.ones(10),
+    physics = np.tile([0.0, 0.0, 0.0, 0.0, 256.0, 256.0, 0.0, 0.0, 0.0, 0.0], (steps + 1, 1))
+    physics[:, 0] = np.arange(steps + 1)  # the agent's x tells the step
+    episode = SimpleNamespace(success=True, physics=physics,
                               frames=np.arange(steps + 1)[:, None, None, None] * np.ones((1, 4, 4, 3), np.uint8),
                               actions=np.arange(steps)[:, None] * np.ones(2, np.float32))
     (start,) = real2sim_starts([episode], 1, lead=12, history=3, frame_skip=5)

@@ -101,15 +101,30 @@ def real2sim_starts(episodes, count: int, lead: int, seed: int = 0, history: int
     Each start is reset options both simulators read: "physics" (the state at the start, for
     the real one) and, with `history` > 1, "frames" and "actions": the `history` recorded frames
     `frame_skip` steps apart that end at the start and the action chunks between them (the
-    learned one's context; it takes them over the physics)."""
+    learned one's context; it takes them over the physics). Episodes whose block has left the
+    arena by then are passed over (`block_in_arena`): no policy can act on a block out of
+    the frame, and a learned simulator cannot see one."""
+    from rlvr_envs.core.errors import DataError
+    from rlvr_envs.video.pusht.physics import block_in_arena
+
     rng = np.random.default_rng(seed)
-    ordered = sorted(range(len(episodes)), key=lambda i: (not episodes[i].success, i))
     back = (history - 1) * frame_skip
+
+    def start_step(episode, extra: int) -> int:
+        return max(back, len(episode.physics) - 1 - lead - extra)
+
+    usable = [i for i in range(len(episodes)) if block_in_arena(np.asarray(episodes[i].physics)[start_step(episodes[i], 0)])]
+    if not usable:
+        raise DataError(f"none of the {len(episodes)} held-out episodes has its block inside the arena "
+                         f"{lead} steps before its end")
+    ordered = sorted(usable, key=lambda i: (not episodes[i].success, i))
     starts = []
     for k in range(count):
         episode = episodes[ordered[k % len(ordered)]]
         physics = np.asarray(episode.physics)
-        t = max(back, len(physics) - 1 - lead - int(rng.integers(0, 10)) * (k >= len(ordered)))
+        t = start_step(episode, int(rng.integers(0, 10)) * (k >= len(ordered)))
+        if not block_in_arena(physics[t]):  # an earlier step of a repeated episode may have it out
+            t = start_step(episode, 0)
         start = {"physics": physics[t].copy()}
         if history > 1:
             start["frames"] = np.asarray(episode.frames)[t - back:t + 1:frame_skip].copy()

@@ -24,6 +24,8 @@ ARENA_SIZE = 512.0
 GOAL_POSE = np.array([256.0, 256.0, math.pi / 4])  # gym-pusht's fixed goal (block origin x, y, angle)
 SUCCESS_COVERAGE = 0.95
 AGENT_RADIUS = 15.0
+#: gym-pusht's walls: segments along x = 5, x = 506, y = 5 and y = 506
+WALLS = (5.0, 506.0)
 PHYSICS_FIELDS = (
     "agent_x", "agent_y", "agent_vx", "agent_vy",
     "block_x", "block_y", "block_angle", "block_vx", "block_vy", "block_angular_velocity",
@@ -112,6 +114,18 @@ def goal_coverage(physics: Sequence[float]) -> float:
     goal = _t_geometry(*GOAL_POSE)
     block = _t_geometry(physics[4], physics[5], physics[6])
     return float(goal.intersection(block).area / goal.area)
+
+
+def block_in_arena(physics: Sequence[float]) -> bool:
+    """Whether the block's centre of gravity is inside the walls.
+
+    gym-pusht's agent is a kinematic body: walls do not stop it, and a target at the arena's
+    edge drives it through a wall, pushing the block out of the arena, out of the frame, where
+    no policy can bring it back.
+    """
+    physics = np.asarray(physics, dtype=np.float64)
+    cog = physics[4:6] + _rotation(physics[6]) @ _T_COG
+    return bool(np.all((cog > WALLS[0]) & (cog < WALLS[1])))
 
 
 def gym_state(physics: np.ndarray) -> np.ndarray:
