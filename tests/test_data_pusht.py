@@ -182,7 +182,7 @@ def test_handoff_policy_stands_still_and_pushes_around_the_block_over_many_hand_
 
 def test_sweep_handoff_gives_targets_anywhere_in_the_arena_a_new_one_every_step_or_stands_still():
     policy = pusht.HandoffPolicy(np.random.default_rng(2), box=100.0, levels=(0.5, 0.5), off_steps=(40, 40),
-                                 sweep=True)
+                                 off="sweep")
     off = np.stack([policy(AT_GOAL) for _ in range(40)])
     still = np.all(off == AT_GOAL[0:2], axis=1)
     swept = off[~still]
@@ -193,6 +193,24 @@ def test_sweep_handoff_gives_targets_anywhere_in_the_arena_a_new_one_every_step_
     config = PushTGenerationConfig(episodes=1, resolution=16, seed=3, max_steps=30, policy_weights={"sweep": 1.0})
     generator = pusht.PushTGenerator(config)
     assert generator.episode(0).policy == "sweep"
+    generator.close()
+
+
+def test_waypoint_handoff_drives_to_targets_anywhere_in_the_arena_each_held_for_a_while():
+    policy = pusht.HandoffPolicy(np.random.default_rng(4), box=100.0, levels=(0.5, 0.5), off_steps=(60, 60),
+                                 still=0.0, off="waypoint")
+    off = np.stack([policy(AT_GOAL) for _ in range(60)])
+    changes = np.flatnonzero(np.any(off[1:] != off[:-1], axis=1)) + 1
+    runs = np.diff(np.concatenate([[0], changes, [len(off)]]))
+    assert len(runs) >= 2 and np.all(runs[:-1] >= 5) and np.all(runs <= 30)  # held 5-30 steps (the last cut short)
+    assert np.all((off >= 0) & (off <= pusht.ARENA_SIZE))
+    with pytest.raises(ValueError, match="off must be"):
+        pusht.HandoffPolicy(np.random.default_rng(0), box=100.0, off="elsewhere")
+    with pytest.raises(ValueError, match="hold"):
+        pusht.ArenaWaypointPolicy(np.random.default_rng(0), hold=(0, 3))
+    config = PushTGenerationConfig(episodes=1, resolution=16, seed=3, max_steps=30, policy_weights={"waypoint": 1.0})
+    generator = pusht.PushTGenerator(config)
+    assert generator.episode(0).policy == "waypoint"
     generator.close()
 
 

@@ -84,6 +84,7 @@ from rlvr_envs.video.pusht.physics import (
 from rlvr_envs.video.pusht.policies import (
     POLICIES,
     ArenaSweepPolicy,
+    ArenaWaypointPolicy,
     CEMLikePolicy,
     HandoffPolicy,
     RandomBlockPolicy,
@@ -106,7 +107,7 @@ from rlvr_envs.video.pusht.storage import (
 
 __all__ = [
     "AGENT_RADIUS", "ARENA_SIZE", "ENV_ID", "EPISODE_FILE", "EPISODE_NAME", "FORMAT_NAME", "FORMAT_VERSION",
-    "GOAL_POSE", "PHYSICS_FIELDS", "POLICIES", "SUCCESS_COVERAGE", "ArenaSweepPolicy", "CEMLikePolicy", "EpisodePlan",
+    "GOAL_POSE", "PHYSICS_FIELDS", "POLICIES", "SUCCESS_COVERAGE", "ArenaSweepPolicy", "ArenaWaypointPolicy", "CEMLikePolicy", "EpisodePlan",
     "EpisodeWriter", "HandoffPolicy", "OutputInUse", "PushTEpisode", "PushTEpisodeDataset", "PushTFormatError",
     "PushTGenerationConfig", "PushTGenerator", "RandomBlockPolicy", "ScriptedPushExpert", "add_data_arguments",
     "cem_like_targets", "episode_plan", "episode_seed_sequence", "episode_stats", "format_summary", "generate_dataset",

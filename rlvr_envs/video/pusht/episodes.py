@@ -210,8 +210,9 @@ class PushTGenerator:
         elif plan.policy == "random":
             record = run_policy(self.env, start, RandomBlockPolicy(plan.policy_rng, config.random_box),
                                 config.max_steps, config.reseat_each_step)
-        elif plan.policy in ("handoff", "sweep"):
-            policy = HandoffPolicy(plan.policy_rng, config.random_box, sweep=plan.policy == "sweep")
+        elif plan.policy in ("handoff", "sweep", "waypoint"):
+            off = {"handoff": "around", "sweep": "sweep", "waypoint": "waypoint"}[plan.policy]
+            policy = HandoffPolicy(plan.policy_rng, config.random_box, off=off)
             record = run_policy(self.env, start, policy, config.max_steps, config.reseat_each_step)
         elif plan.policy == "cem":
             record = run_policy(self.env, start, CEMLikePolicy(plan.policy_rng), config.max_steps,

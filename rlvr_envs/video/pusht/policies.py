@@ -21,6 +21,9 @@ Policies (mixed per episode by the generator, chosen from `(seed, index)`):
 - ``sweep``: as ``handoff``, but the off-task pushes are targets anywhere in the arena, a new
   one every step (`ArenaSweepPolicy`): the agent at its top speed, the actions a random or
   badly trained policy under evaluation gives, which the other policies never do.
+- ``waypoint``: as ``handoff``, but off the task the agent drives to targets anywhere in the
+  arena, each held for 5-30 steps (`ArenaWaypointPolicy`): long straight drives that cross or
+  ram the block, as a policy heading somewhere regardless of it does.
 
 Actions are absolute agent targets in pixels (the env's own action space, float32).
 `run_policy` rolls out until success (coverage > 0.95, the env's own criterion) or
@@ -49,7 +52,7 @@ from rlvr_envs.video.pusht.physics import (
     restore_physics_state,
 )
 
-POLICIES = ("expert", "random", "replay", "cem", "handoff", "sweep")
+POLICIES = ("expert", "random", "replay", "cem", "handoff", "sweep", "waypoint")  # new ones last: a mix draws by this order
 _GYRATION_RADIUS = 40.0  # px, converts block rotation to an arc length when scoring pushes
 
 
@@ -212,17 +215,21 @@ class HandoffPolicy:
     reaches a level drawn from `levels`, the agent spends `off_steps` steps off the task,
     alternating between standing still (5-25 steps) and `RandomBlockPolicy`'s targets around the
     block, which leave the block where it is or push it off the goal; then a fresh expert takes
-    over until the next level. `sweep=True` gives `ArenaSweepPolicy`'s targets instead of the
-    ones around the block.
+    over until the next level. `off` picks the off-task targets: "around" the block
+    (`RandomBlockPolicy`), "sweep" (`ArenaSweepPolicy`) or "waypoint" (`ArenaWaypointPolicy`).
     """
 
+    OFF = ("around", "sweep", "waypoint")
+
     def __init__(self, rng: np.random.Generator, box: float, levels: tuple[float, float] = (0.2, 0.9),
-                 off_steps: tuple[int, int] = (10, 40), still: float = 0.4, sweep: bool = False):
+                 off_steps: tuple[int, int] = (10, 40), still: float = 0.4, off: str = "around"):
         if not (0.0 <= levels[0] <= levels[1] <= 1.0 and 1 <= off_steps[0] <= off_steps[1] and 0.0 <= still <= 1.0):
             raise ValueError(f"levels must be 0 <= low <= high <= 1, off_steps 1 <= low <= high and still in [0, 1]; "
                              f"got levels={levels}, off_steps={off_steps}, still={still}")
+        if off not in self.OFF:
+            raise ValueError(f"off must be one of {self.OFF}; got {off!r}")
         self.rng, self.box, self.levels, self.off_steps, self.still = rng, float(box), levels, off_steps, float(still)
-        self.sweep = bool(sweep)
+        self.off = off
         self._hand_back()
 
     def _hand_back(self) -> None:
@@ -236,7 +243,9 @@ class HandoffPolicy:
             if goal_coverage(physics) < self.level:
                 return self.expert(physics)
             self._off_left = int(self.rng.integers(self.off_steps[0], self.off_steps[1] + 1))
-            self.around = ArenaSweepPolicy(self.rng) if self.sweep else RandomBlockPolicy(self.rng, self.box)
+            self.around = {"around": lambda: RandomBlockPolicy(self.rng, self.box),
+                           "sweep": lambda: ArenaSweepPolicy(self.rng),
+                           "waypoint": lambda: ArenaWaypointPolicy(self.rng)}[self.off]()
         self._off_left -= 1
         if self._off_left == 0:
             self._hand_back()
@@ -272,6 +281,24 @@ class ArenaSweepPolicy:
 
     def __call__(self, physics: np.ndarray) -> np.ndarray:
         return self.rng.uniform(0.0, ARENA_SIZE, size=2).astype(np.float32)
+
+
+class ArenaWaypointPolicy:
+    """Targets uniform over the whole arena, each held for `hold` (low, high) steps."""
+
+    def __init__(self, rng: np.random.Generator, hold: tuple[int, int] = (5, 30)):
+        if not 1 <= hold[0] <= hold[1]:
+            raise ValueError(f"hold must be 1 <= low <= high; got {hold}")
+        self.rng, self.hold = rng, hold
+        self._target = np.zeros(2, np.float32)
+        self.hold_left = 0  #: steps the current target is still held for
+
+    def __call__(self, physics: np.ndarray) -> np.ndarray:
+        if self.hold_left <= 0:
+            self._target = self.rng.uniform(0.0, ARENA_SIZE, size=2).astype(np.float32)
+            self.hold_left = int(self.rng.integers(self.hold[0], self.hold[1] + 1))
+        self.hold_left -= 1
+        return self._target.copy()
 
 
 class RandomBlockPolicy:
