@@ -114,7 +114,8 @@ def real2sim_starts(episodes, count: int, lead: int, seed: int = 0, history: int
     def start_step(episode, extra: int) -> int:
         return max(back, len(episode.physics) - 1 - lead - extra)
 
-    usable = [i for i in range(len(episodes)) if block_in_arena(np.asarray(episodes[i].physics)[start_step(episodes[i], 0)])]
+    usable = [i for i, episode in enumerate(episodes)
+              if block_in_arena(np.asarray(episode.physics)[start_step(episode, 0)])]
     if not usable:
         raise DataError(f"none of the {len(episodes)} held-out episodes has its block inside the arena "
                          f"{lead} steps before its end")

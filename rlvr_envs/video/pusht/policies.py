@@ -52,7 +52,8 @@ from rlvr_envs.video.pusht.physics import (
     restore_physics_state,
 )
 
-POLICIES = ("expert", "random", "replay", "cem", "handoff", "sweep", "waypoint")  # new ones last: a mix draws by this order
+#: new ones go last: a mix of them draws each episode's policy by this order
+POLICIES = ("expert", "random", "replay", "cem", "handoff", "sweep", "waypoint")
 _GYRATION_RADIUS = 40.0  # px, converts block rotation to an arc length when scoring pushes
 
 
