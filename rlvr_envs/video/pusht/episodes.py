@@ -22,6 +22,7 @@ import numpy as np
 from rlvr_envs.core.errors import DataError
 from rlvr_envs.video.pusht.physics import PHYSICS_FIELDS, gym_state, make_env, physics_state
 from rlvr_envs.video.pusht.policies import (
+    HANDOFF_OFF,
     POLICIES,
     CEMLikePolicy,
     HandoffPolicy,
@@ -210,9 +211,8 @@ class PushTGenerator:
         elif plan.policy == "random":
             record = run_policy(self.env, start, RandomBlockPolicy(plan.policy_rng, config.random_box),
                                 config.max_steps, config.reseat_each_step)
-        elif plan.policy in ("handoff", "sweep", "waypoint"):
-            off = {"handoff": "around", "sweep": "sweep", "waypoint": "waypoint"}[plan.policy]
-            policy = HandoffPolicy(plan.policy_rng, config.random_box, off=off)
+        elif plan.policy in HANDOFF_OFF:
+            policy = HandoffPolicy(plan.policy_rng, config.random_box, off=HANDOFF_OFF[plan.policy])
             record = run_policy(self.env, start, policy, config.max_steps, config.reseat_each_step)
         elif plan.policy == "cem":
             record = run_policy(self.env, start, CEMLikePolicy(plan.policy_rng), config.max_steps,

@@ -116,6 +116,12 @@ def goal_coverage(physics: Sequence[float]) -> float:
     return float(goal.intersection(block).area / goal.area)
 
 
+def block_centre(physics: Sequence[float]) -> np.ndarray:
+    """The block's centre of gravity (x, y) in arena pixels: what the physics rotates it about."""
+    physics = np.asarray(physics, dtype=np.float64)
+    return physics[4:6] + _rotation(physics[6]) @ _T_COG
+
+
 def block_in_arena(physics: Sequence[float]) -> bool:
     """Whether the block's centre of gravity is inside the walls.
 
@@ -123,8 +129,7 @@ def block_in_arena(physics: Sequence[float]) -> bool:
     edge drives it through a wall, pushing the block out of the arena, out of the frame, where
     no policy can bring it back.
     """
-    physics = np.asarray(physics, dtype=np.float64)
-    cog = physics[4:6] + _rotation(physics[6]) @ _T_COG
+    cog = block_centre(physics)
     return bool(np.all((cog > WALLS[0]) & (cog < WALLS[1])))
 
 

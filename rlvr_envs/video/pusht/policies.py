@@ -46,6 +46,7 @@ from rlvr_envs.video.pusht.physics import (
     _T_OUTLINE,
     _rotation,
     _wrap_angle,
+    block_centre,
     goal_coverage,
     physics_state,
     render_frame,
@@ -54,6 +55,8 @@ from rlvr_envs.video.pusht.physics import (
 
 #: new ones go last: a mix of them draws each episode's policy by this order
 POLICIES = ("expert", "random", "replay", "cem", "handoff", "sweep", "waypoint")
+#: the data policies that are a `HandoffPolicy`, with its `off` (the off-task targets) for each
+HANDOFF_OFF = {"handoff": "around", "sweep": "sweep", "waypoint": "waypoint"}
 _GYRATION_RADIUS = 40.0  # px, converts block rotation to an arc length when scoring pushes
 
 
@@ -220,15 +223,13 @@ class HandoffPolicy:
     (`RandomBlockPolicy`), "sweep" (`ArenaSweepPolicy`) or "waypoint" (`ArenaWaypointPolicy`).
     """
 
-    OFF = ("around", "sweep", "waypoint")
-
     def __init__(self, rng: np.random.Generator, box: float, levels: tuple[float, float] = (0.2, 0.9),
                  off_steps: tuple[int, int] = (10, 40), still: float = 0.4, off: str = "around"):
         if not (0.0 <= levels[0] <= levels[1] <= 1.0 and 1 <= off_steps[0] <= off_steps[1] and 0.0 <= still <= 1.0):
             raise ValueError(f"levels must be 0 <= low <= high <= 1, off_steps 1 <= low <= high and still in [0, 1]; "
                              f"got levels={levels}, off_steps={off_steps}, still={still}")
-        if off not in self.OFF:
-            raise ValueError(f"off must be one of {self.OFF}; got {off!r}")
+        if off not in HANDOFF_OFF.values():
+            raise ValueError(f"off must be one of {tuple(HANDOFF_OFF.values())}; got {off!r}")
         self.rng, self.box, self.levels, self.off_steps, self.still = rng, float(box), levels, off_steps, float(still)
         self.off = off
         self._hand_back()
@@ -239,14 +240,19 @@ class HandoffPolicy:
         self._off_left = 0
         self._still_left = 0
 
+    def _off_task_policy(self):
+        if self.off == "sweep":
+            return ArenaSweepPolicy(self.rng)
+        if self.off == "waypoint":
+            return ArenaWaypointPolicy(self.rng)
+        return RandomBlockPolicy(self.rng, self.box)
+
     def __call__(self, physics: np.ndarray) -> np.ndarray:
         if self._off_left <= 0:
             if goal_coverage(physics) < self.level:
                 return self.expert(physics)
             self._off_left = int(self.rng.integers(self.off_steps[0], self.off_steps[1] + 1))
-            self.around = {"around": lambda: RandomBlockPolicy(self.rng, self.box),
-                           "sweep": lambda: ArenaSweepPolicy(self.rng),
-                           "waypoint": lambda: ArenaWaypointPolicy(self.rng)}[self.off]()
+            self.around = self._off_task_policy()
         self._off_left -= 1
         if self._off_left == 0:
             self._hand_back()
@@ -312,8 +318,7 @@ class RandomBlockPolicy:
 
     def __call__(self, physics: np.ndarray) -> np.ndarray:
         if self.hold_left <= 0 or self._target is None:
-            cog = physics[4:6] + _rotation(physics[6]) @ _T_COG
-            self._target = np.clip(cog + self.rng.uniform(-self.box, self.box, size=2), 0.0, ARENA_SIZE)
+            self._target = np.clip(block_centre(physics) + self.rng.uniform(-self.box, self.box, size=2), 0.0, ARENA_SIZE)
             self.hold_left = int(self.rng.integers(1, 6))
         self.hold_left -= 1
         return self._target.astype(np.float32)
