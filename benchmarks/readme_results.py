@@ -714,11 +714,11 @@ _LEARNED_START = {"history": "the recorded frames and actions that led to each s
 
 
 def _real2sim(files: list[dict]) -> str:
-    from rlvr_envs.policy_eval.real2sim import probe_sentences
+    from rlvr_envs.policy_eval.real2sim import metric_text, probe_sentences, start_intervals
 
     parts = []
     for d in files:
-        s = d["summary"]
+        s = {**start_intervals(d.get("rollouts", [])), **d["summary"]}  # runs from before the intervals: from their rollouts
         rows = [[p["policy"], f"{p['learned_success']:.2f}", f"{p['real_success']:.2f}", f"{p['real_env_success']:.2f}",
                  str(p["starts"])] for p in d["policies"]]
         model = Path(d["model"]).name if d.get("model") else Path(d["_file"]).parent.name
@@ -727,7 +727,8 @@ def _real2sim(files: list[dict]) -> str:
                 f"{_LEARNED_START[d.get('start_from', 'frame')]} (the real sim: from the physics state).\n\n")
         text += _table(["policy", "success in the learned sim", "in the real sim (judged)", "in the real env",
                         "starts"], ["---", "---:", "---:", "---:", "---:"], rows) + "\n\n"
-        text += (f"Learned sim vs real (judged): Pearson {_number(s['pearson'])}, MMRV {_number(s['mmrv'])}; vs the "
+        text += (f"Learned sim vs real (judged): Pearson {metric_text(s, 'pearson')}, MMRV {metric_text(s, 'mmrv')} "
+                 f"(in brackets the 95% range when the starts are drawn again); vs the "
                  f"real env's own success: Pearson {_number(s['pearson_vs_env_success'])}, MMRV "
                  f"{_number(s['mmrv_vs_env_success'])}; the judge agrees with the env on "
                  f"{_rate(s['judge_vs_env_agreement']) if not _nan(s['judge_vs_env_agreement']) else 'n/a'} of real "

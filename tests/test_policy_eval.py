@@ -41,6 +41,41 @@ def test_metrics_are_keyword_only_and_mmrv_is_asymmetric():
         mmrv(sim=[0.1], real=[0.2])
 
 
+def test_the_interval_over_starts_is_narrow_for_a_clear_ranking_and_wide_for_a_coin_flip():
+    from rlvr_envs.policy_eval.metrics import pearson, start_interval
+
+    rng = np.random.default_rng(0)
+    rates = np.array([0.1, 0.5, 0.9])[:, None]
+    clear = (rng.random((3, 40)) < rates).astype(float)  # the learned sim sees the same successes as the real one
+    low, high = start_interval(pearson, sim=clear, real=clear)
+    assert low == pytest.approx(1.0) and high == pytest.approx(1.0)
+    noise_sim, noise_real = (rng.random((2, 3, 10)) < 0.5).astype(float)  # successes unrelated to each other
+    low, high = start_interval(pearson, sim=noise_sim, real=noise_real)
+    assert low < 0.0 < high and high - low > 1.0
+    assert start_interval(pearson, sim=noise_sim, real=noise_real) == (low, high)  # seeded: the same every time
+    flat = np.ones((3, 10))
+    assert all(np.isnan(start_interval(pearson, sim=flat, real=noise_real)))  # never defined: no interval
+    with pytest.raises(ValueError, match="one shape"):
+        start_interval(pearson, sim=flat, real=flat[:2])
+
+
+def test_intervals_come_from_the_rollouts_of_a_results_file_paired_by_start():
+    from rlvr_envs.policy_eval.real2sim import metric_text, start_intervals
+
+    # policy a succeeds from starts 0-4 in both simulators, b never: Pearson 1 from every resample
+    # that keeps a start of each kind; a resample of one kind leaves a flat side and is left out
+    rollouts = [{"policy": p, "start": s, "env_success": None if sim == "learned" else ok, "judged_success": ok}
+                for p in "ab" for s in range(10) for sim in ("learned", "real")
+                for ok in [p == "a" and s < 5]]
+    intervals = start_intervals(rollouts)
+    assert intervals["pearson_interval"] == [1.0, 1.0] and intervals["mmrv_interval"] == [0.0, 0.0]
+    assert metric_text({"pearson": 1.0, **intervals}, "pearson") == "1.000 (1.00 to 1.00)"
+    assert metric_text({"mmrv": 0.25}, "mmrv") == "0.250"  # runs from before the intervals
+    assert metric_text({"pearson": None, "pearson_interval": [None, None]}, "pearson") == "n/a"
+    swapped = [{**r, "judged_success": not r["judged_success"]} if r["env_success"] is None else r for r in rollouts]
+    assert start_intervals(swapped)["pearson_interval"] == pytest.approx([-1.0, -1.0])  # the learned sim ranks them backwards
+
+
 def test_rlvr_world_table_13_drawer_numbers_reproduce():
     """RLVR-World (arXiv 2505.13934) Table 4/13, Real2Sim on RT-1 drawers: the RLVR-World
     simulator reaches Pearson 0.98 / 1.00 and MMRV 0.03 / 0.00 on open / close drawer, and
@@ -172,7 +207,7 @@ def test_real2sim_runs_policies_in_both_simulators():
     assert len(out["rollouts"]) == 4 and out["rollouts"][0].frames.shape == (3, 64, 64, 3)
     assert out["rollouts"][2].action_counts["nonfinite"] == 2
     assert set(out["summary"]) >= {"pearson", "pearson_undefined", "mmrv", "judge_vs_env_agreement", "standing_still",
-                                   "agent_following"}
+                                   "agent_following", "pearson_interval", "mmrv_interval"}
     learned.close()
     real.close()
 
@@ -376,6 +411,7 @@ def test_the_documented_user_policy_runs_through_policy_eval(tmp_path, monkeypat
     printed = capsys.readouterr().out
     assert report["summary"]["standing_still"]["starts"] == 1 and "Agent standing still" in printed
     assert "Agent sent 30/60/120 px toward the centre" in printed
+    assert "95% range when the starts are drawn again" in printed
     capsys.readouterr()
     with pytest.raises(SystemExit) as caught:  # checked before any model loads: one line, exit 2
         main(["policy-eval", "--policy", "my_policy:nothing", "--out", str(tmp_path / "x")])

@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rlvr_envs.core.records import recorded_command
     from rlvr_envs.policy_eval.policies import load_policy, pusht_policy_family
-    from rlvr_envs.policy_eval.real2sim import evaluate, probe_sentences
+    from rlvr_envs.policy_eval.real2sim import evaluate, metric_text, probe_sentences
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
     from rlvr_envs.video.gif import save_gif
     from rlvr_envs.video.pusht import PushTEpisodeDataset
@@ -192,7 +192,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{row['policy']:<20} {row['learned_success']:>8.2f} {row['real_success']:>8.2f} "
               f"{row['real_env_success']:>9.2f}")
     s = result["summary"]
-    print(f"Pearson {s['pearson']:.3f}  MMRV {s['mmrv']:.3f}  (learned sim vs real, {len(starts)} starts)")
+    print(f"Pearson {metric_text(s, 'pearson')}  MMRV {metric_text(s, 'mmrv')}  (learned sim vs real, "
+          f"{len(starts)} starts; in brackets the 95% range when the starts are drawn again)")
     for sentence in probe_sentences(s):
         print(sentence)
     if s.get("pearson_undefined"):

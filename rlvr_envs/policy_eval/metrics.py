@@ -13,11 +13,15 @@ README passes them in the wrong order; MMRV is not symmetric, so the order matte
 
 Rates may be fractions or percents, but MMRV is in the units given (pass fractions to
 compare with published numbers).
+
+* `start_interval(metric, sim=S, real=R)`: how much either metric could move with other
+  starts: its percentile interval when the starts are drawn again with replacement (S and R
+  here are per-start successes, one row per policy).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -66,3 +70,27 @@ def mmrv(*, sim: Sequence[float], real: Sequence[float]) -> float:
     violated = (s[:, None] > s[None, :]) != (r[:, None] > r[None, :])
     gaps = np.abs(r[:, None] - r[None, :]) * violated
     return float(gaps.max(axis=1).mean())
+
+
+def start_interval(metric: Callable[..., float], *, sim: np.ndarray, real: np.ndarray, resamples: int = 2000,
+                   level: float = 0.95, seed: int = 0) -> tuple[float, float]:
+    """Bootstrap percentile interval of `metric(sim=rates, real=rates)` over the starts.
+
+    `sim`, `real`: successes (0/1) as [policies, starts] arrays, every policy run from the same
+    starts in both simulators, so a resample draws start indices once for all of them (paired).
+    With a handful of policies and tens of starts the metric moves a lot with the starts drawn;
+    the interval says how much. Resamples where the metric is undefined (nan: no spread on one
+    side) are left out; (nan, nan) when all are.
+    """
+    s, r = np.asarray(sim, dtype=np.float64), np.asarray(real, dtype=np.float64)
+    if s.ndim != 2 or s.shape != r.shape:
+        raise ValueError(f"sim and real need [policies, starts] successes of one shape; got {s.shape} and {r.shape}")
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1); got {level}")
+    draws = np.random.default_rng(seed).integers(0, s.shape[1], size=(resamples, s.shape[1]))
+    values = np.array([metric(sim=s[:, d].mean(axis=1), real=r[:, d].mean(axis=1)) for d in draws])
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return float("nan"), float("nan")
+    low, high = np.quantile(values, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return float(low), float(high)

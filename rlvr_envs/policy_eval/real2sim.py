@@ -9,7 +9,8 @@ simulators (chunk envs with the same interface: `LearnedPushTSim`, `PushTChunkEn
 64x64) at any frame (`success="any"`) or at the final frame (`"final"`, the paper's human
 judge looked at the final frame). The real simulator's own success (its physics' coverage
 over the same bar) is reported beside the judged one. Then SIMPLER's `pearson` and `mmrv` of
-learned-sim vs real success rates.
+learned-sim vs real success rates, each with a 95% interval when the starts are drawn again
+(`start_intervals`): with seven policies and ten starts the Pearson moves a lot with the starts.
 
 The learned simulator shows frames decoded from a tokenizer's codes, whose blur alone moves the
 judge's reading (near the goal the shipped tokenizer's round trip raises judged coverage by
@@ -34,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from rlvr_envs.policy_eval.metrics import mmrv, pearson, pearson_undefined_reason
+from rlvr_envs.policy_eval.metrics import mmrv, pearson, pearson_undefined_reason, start_interval
 from rlvr_envs.policy_eval.policies import Policy, as_policy
 from rlvr_envs.video.pusht.physics import SUCCESS_COVERAGE
 
@@ -187,6 +188,33 @@ def probe_sentences(summary: dict[str, Any]) -> list[str]:
     return sentences
 
 
+def start_intervals(rollouts: Sequence[Any]) -> dict[str, list[float]]:
+    """95% intervals of the Pearson and the MMRV when the starts are drawn again (`start_interval`).
+
+    `rollouts`: `Rollout`s or their dicts (as in a results.json); the learned simulator's are the
+    ones without the real env's own success."""
+    get = (lambda r, k: r[k]) if rollouts and isinstance(rollouts[0], dict) else getattr
+    policies = list(dict.fromkeys(get(r, "policy") for r in rollouts))
+    if len(policies) < 2:
+        return {}
+    starts = 1 + max(get(r, "start") for r in rollouts)
+    success = {"learned": np.zeros((len(policies), starts)), "real": np.zeros((len(policies), starts))}
+    for r in rollouts:
+        side = "learned" if get(r, "env_success") is None else "real"
+        success[side][policies.index(get(r, "policy")), get(r, "start")] = get(r, "judged_success")
+    return {f"{name}_interval": list(start_interval(metric, sim=success["learned"], real=success["real"]))
+            for name, metric in (("pearson", pearson), ("mmrv", mmrv))}
+
+
+def metric_text(summary: dict[str, Any], name: str) -> str:
+    """A summary's 'pearson' or 'mmrv' with its interval over starts, e.g. '0.840 (0.41 to 0.97)'."""
+    value, interval = summary.get(name), summary.get(f"{name}_interval") or ()
+    text = "n/a" if value is None or not np.isfinite(value) else f"{value:.3f}"
+    if len(interval) == 2 and None not in interval and np.isfinite(interval).all():
+        text += f" ({interval[0]:.2f} to {interval[1]:.2f})"
+    return text
+
+
 def evaluate(policies: Sequence[Any], learned, real, starts: Sequence[Any], max_steps: int = 20,
              success: str = "any", record: int = 0, progress: bool = False,
              success_coverage: float = SUCCESS_COVERAGE, view: Callable | None = None) -> dict[str, Any]:
@@ -229,6 +257,7 @@ def evaluate(policies: Sequence[Any], learned, real, starts: Sequence[Any], max_
                                                  for r in rollouts if r.simulator != type(learned).__name__]
                                                 or [np.nan])),
         "standing_still": standing_still(learned, real, starts, success_coverage=success_coverage, view=view),
+        **start_intervals(rollouts),
         "agent_following": agent_following(learned, real, starts),
         "seconds": time.perf_counter() - began,
     }
