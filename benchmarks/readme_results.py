@@ -50,6 +50,7 @@ GOAL_GRPO_MAE_CHANGE_PCT = -15.0  #: PushT GRPO's sampled MAE vs the MLE base, a
 GOAL_TEXT_CHANGED_GAIN = 0.10  #: MiniTextWorld GRPO's held-out exact accuracy on changed transitions over SFT
 GOAL_PLANNING_SHARE = 0.8  #: the RLVR simulator's CEM success as a share of the true simulator's, at least
 GOAL_JUDGE_PRECISION_RECALL = 0.95  #: the PushT frame judge's precision and recall of the env's success, each at least
+GOAL_REAL2SIM_PEARSON = 0.8  #: Pearson of the default learned simulator's success rates with the real ones, at least
 UNCHANGED_KEPT = 0.01  #: a text recipe keeps unchanged transitions when it loses at most this much on them
 
 
@@ -1363,6 +1364,22 @@ def _planning_tables() -> list[tuple[str, dict]]:
     return out
 
 
+def _default_real2sim_runs() -> list[tuple[str, dict]]:
+    """(file, results) of the committed runs of docs/recipes.md's policy-eval command as a user runs
+    it (the default simulator and settings, the recipe's two policies), fewest starts first."""
+    from rlvr_envs.policy_eval.command import DEFAULT_MODEL
+
+    runs = []
+    for path in sorted(RESULTS.glob("real2sim/*/results.json")):
+        relative = str(path.relative_to(RESULTS))
+        d = load(relative)
+        names = {p["policy"] for p in d["policies"]}
+        if (Path(d.get("model", "")).name == DEFAULT_MODEL.name and {"toward_centre", "circler"} <= names
+                and "--judge-frames rendered" in d["command"] and "--start-from history" in d["command"]):
+            runs.append((relative, d))
+    return sorted(runs, key=lambda run: run[1]["policies"][0]["starts"])
+
+
 def _goals(where: str = "the subsections below give every run") -> str:
     """One row per numeric goal the issues set, read from the same files as the subsections below;
     empty when none of them is measured."""
@@ -1418,6 +1435,19 @@ def _goals(where: str = "the subsections below give every run") -> str:
                      f"{GOAL_JUDGE_PRECISION_RECALL:.0%} each",
                      f"{met} at {s['env_bar']:g}; met at bars {_bars(holds)}" if holds and env not in holds else met,
                      _shown("pusht_success_judge.json")])
+    real2sim = _default_real2sim_runs()
+    if real2sim:
+        from rlvr_envs.policy_eval.real2sim import metric_text, start_intervals
+
+        def measured(d: dict) -> str:
+            s = {**start_intervals(d["rollouts"]), **d["summary"]}
+            return f"{d['policies'][0]['starts']} starts: Pearson {metric_text(s, 'pearson')}"
+        file, most = real2sim[-1]
+        met = most["summary"]["pearson"] >= GOAL_REAL2SIM_PEARSON
+        rows.append(["Real2Sim on PushT, the recipe's policy-eval command with the default learned simulator: "
+                     "Pearson of learned vs real success rates (95% range over starts)",
+                     "; ".join(measured(d) for _, d in real2sim),
+                     f"{GOAL_REAL2SIM_PEARSON:g} (at the most starts)", "met" if met else "**not met**", _shown(file)])
     if not rows:
         return ""
     return (f"**Where the issues' numeric goals stand** (each row read from the file it names; {where}):\n\n"

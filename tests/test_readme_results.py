@@ -268,6 +268,34 @@ def test_goals_table_reads_each_goal_from_its_files(monkeypatch, tmp_path):
     assert "best of 3 recipes and steps" in row and "bigger +0.110" in row and "| met |" in row
 
 
+def _real2sim_run(folder, model: str, starts: int, pearson: float, policies=("expert", "toward_centre", "circler")):
+    """A results.json of policy-eval with the recipe's settings: the first policy succeeds from
+    the first half of the starts in both simulators, the others never."""
+    rollouts = [{"policy": p, "start": s, "env_success": None if sim == "learned" else ok, "judged_success": ok}
+                for p in policies for s in range(starts) for sim in ("learned", "real")
+                for ok in [p == policies[0] and s < starts // 2]]
+    folder.mkdir(parents=True)
+    (folder / "results.json").write_text(json.dumps({
+        "command": f"rlvr-world policy-eval --starts {starts} --start-from history --judge-frames rendered",
+        "model": f"/somewhere/{model}", "rollouts": rollouts, "summary": {"pearson": pearson, "mmrv": 0.1},
+        "policies": [{"policy": p, "starts": starts} for p in policies]}))
+
+
+def test_the_real2sim_goal_is_judged_at_the_most_starts_of_the_default_simulator(monkeypatch, tmp_path):
+    from rlvr_envs.policy_eval.command import DEFAULT_MODEL
+
+    monkeypatch.setattr(rr, "RESULTS", tmp_path)
+    _real2sim_run(tmp_path / "real2sim" / "ten", DEFAULT_MODEL.name, 10, 0.85)
+    _real2sim_run(tmp_path / "real2sim" / "other_model", "wm_other", 40, 0.99)  # not what a user gets
+    _real2sim_run(tmp_path / "real2sim" / "no_recipe_policies", DEFAULT_MODEL.name, 40, 0.99, ("expert", "random"))
+    row = next(line for line in rr._goals().split("\n") if "Real2Sim" in line)
+    assert "10 starts: Pearson 0.850 (1.00 to 1.00)" in row and "| met |" in row and "0.99" not in row
+    _real2sim_run(tmp_path / "real2sim" / "forty", DEFAULT_MODEL.name, 40, 0.6)
+    row = next(line for line in rr._goals().split("\n") if "Real2Sim" in line)
+    assert "10 starts: Pearson 0.850 (1.00 to 1.00); 40 starts: Pearson 0.600" in row
+    assert "**not met**" in row and "real2sim/forty/results.json" in row
+
+
 def test_a_run_record_names_the_machine_and_flags_a_shared_one():
     record = {"machine": "x86_64, 2 cores, CPU only", "load": {"before": 3.1, "after": 4.0, "busy": True}}
     assert rr._machine({"run": record, "machine": "old"}) == "x86_64, 2 cores, CPU only (shared: load 3.1 -> 4.0)"
