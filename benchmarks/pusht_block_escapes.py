@@ -7,7 +7,8 @@ The data generator re-seats the exact state in a fresh physics space before ever
 fresh space also drops the contact history the solver builds up against a wall, which may
 change how often that happens. This measures it on the generator's own episodes, per policy:
 the share of episodes that end with the block out and the share of recorded steps that show it
-out (frames with no block a world model trains on).
+out (frames with no block a world model trains on, before `rlvr-world data pusht` ended
+episodes there; `--keep-escaped-blocks` still records them).
 
     python -m benchmarks.pusht_block_escapes --episodes 20 --out benchmarks/results/pusht_block_escapes.json
 """
@@ -33,7 +34,8 @@ def measure(policy: str, episodes: int, reseat: bool, max_steps: int, seed: int)
     from rlvr_envs.video.pusht.physics import block_in_arena
 
     config = PushTGenerationConfig(episodes=episodes, resolution=16, seed=seed, max_steps=max_steps,
-                                   policy_weights={policy: 1.0}, reseat_each_step=reseat)
+                                   policy_weights={policy: 1.0}, reseat_each_step=reseat,
+                                   end_when_block_leaves=False)  # what happens after an escape is what it counts
     generator = PushTGenerator(config)
     ended_out = steps = steps_out = 0
     try:

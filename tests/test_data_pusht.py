@@ -386,3 +386,40 @@ def test_block_escape_benchmark_counts_each_policy_with_and_without_reseating(tm
         assert row["share_of_steps_out"] == row["steps_out"] / row["steps"]
     with pytest.raises(SystemExit):
         main(["--policies", "bogus"])
+
+
+def test_an_episode_ends_at_the_step_that_pushes_the_block_out_of_the_arena(tmp_path, capsys):
+    """Random episode 6 of seed 0 squeezes the block through a wall at step 23 (gym-pusht's agent
+    is kinematic); by default the episode ends there, so exactly one recorded frame lacks the block."""
+    from rlvr_envs.video.pusht.physics import block_in_arena
+
+    def random_episode(**options):
+        config = PushTGenerationConfig(episodes=7, resolution=16, seed=0, max_steps=40,
+                                       policy_weights={"random": 1.0}, **options)
+        generator = pusht.PushTGenerator(config)
+        try:
+            return generator.episode(6)
+        finally:
+            generator.close()
+
+    ended, ran_on = random_episode(), random_episode(end_when_block_leaves=False)
+    inside = [block_in_arena(row) for row in ended.physics]
+    assert len(ended) == 23 and inside == [True] * 23 + [False] and not ended.success
+    assert len(ran_on) == 40 and not block_in_arena(ran_on.physics[-1])
+    np.testing.assert_array_equal(ended.physics, ran_on.physics[:24])  # the same steps up to the escape
+
+    # a folder written before the option ran its episodes on: it reads and resumes as it was made
+    old = PushTGenerationConfig(episodes=1, resolution=16, seed=0, max_steps=4, end_when_block_leaves=False)
+    pusht.generate_dataset(old, tmp_path, progress=False)
+    meta = json.loads((tmp_path / "config.json").read_text())
+    del meta["config"]["end_when_block_leaves"]
+    (tmp_path / "config.json").write_text(json.dumps(meta))
+    assert pusht.PushTEpisodeDataset(tmp_path).config == old
+    assert pusht.generate_dataset(old, tmp_path, progress=False)["generated_now"] == 0
+    parser = argparse.ArgumentParser()
+    pusht.add_data_arguments(parser)
+    argv = ["--episodes", "1", "--out", str(tmp_path), "--resolution", "16", "--max-steps", "4", "--seed", "0",
+            "--workers", "1", "--no-progress"]
+    with pytest.raises(DataError, match="add --keep-escaped-blocks to finish it as it was made"):
+        pusht.run_data_command(parser.parse_args(argv))
+    assert pusht.run_data_command(parser.parse_args([*argv, "--keep-escaped-blocks"])) == 0

@@ -76,6 +76,46 @@ def test_intervals_come_from_the_rollouts_of_a_results_file_paired_by_start():
     assert start_intervals(swapped)["pearson_interval"] == pytest.approx([-1.0, -1.0])  # the learned sim ranks them backwards
 
 
+def _run(policies: str, learned_wins: str, real_wins: str) -> dict:
+    """A policy-eval results.json: per policy, the starts it succeeds from in each simulator."""
+    starts = 10
+    rollouts = [{"policy": p, "start": s, "env_success": None if side == "learned" else s in wins,
+                 "judged_success": s in wins}
+                for p, learned, real in zip(policies, learned_wins.split(","), real_wins.split(","))
+                for s in range(starts)
+                for side, wins in (("learned", {int(c) for c in learned}), ("real", {int(c) for c in real}))]
+    return {"rollouts": rollouts, "policies": [{"policy": p, "starts": starts} for p in policies],
+            "summary": {"pearson": 0.0, "mmrv": 0.0}, "model": "m"}
+
+
+def test_two_simulators_are_compared_on_the_same_starts_drawn_again(tmp_path, capsys):
+    import json
+
+    from benchmarks.real2sim_compare import compare, main
+
+    real = "01234567,0123,"
+    faithful, backwards = _run("abc", "01234567,0123,", real), _run("abc", ",0123,01234567", real)
+    result = compare(backwards, faithful)
+    assert result["pearson"]["difference"] == pytest.approx(2.0) and result["pearson"]["second_higher"] == 1.0
+    assert result["mmrv"]["second_higher"] == 0.0 and result["mmrv"]["high"] < 0.0  # the faithful one: lower MMRV
+    same = compare(faithful, faithful)["pearson"]
+    assert same["difference"] == 0.0 and same["low"] == same["high"] == 0.0 and same["second_higher"] == 0.0
+    with pytest.raises(ValueError, match="did not start from the same states"):
+        compare(faithful, _run("abc", "01234567,0123,", "0123,0123,"))
+    with pytest.raises(ValueError, match="same policies"):
+        compare(faithful, _run("abd", "01234567,0123,", real))
+    for name, run in (("one", backwards), ("two", faithful)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "results.json").write_text(json.dumps(run))
+    assert main([str(tmp_path / "one"), str(tmp_path / "two"), "--out", str(tmp_path / "c.json")]) == 0
+    assert json.loads((tmp_path / "c.json").read_text())["pearson"]["second_higher"] == 1.0
+    assert "the second higher in 100% of 2000 draws" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no rollouts to draw starts from"):
+        main([str(tmp_path / "c.json"), str(tmp_path / "two")])
+    with pytest.raises(SystemExit, match="cannot read a policy-eval run"):
+        main([str(tmp_path / "absent"), str(tmp_path / "two")])
+
+
 def test_rlvr_world_table_13_drawer_numbers_reproduce():
     """RLVR-World (arXiv 2505.13934) Table 4/13, Real2Sim on RT-1 drawers: the RLVR-World
     simulator reaches Pearson 0.98 / 1.00 and MMRV 0.03 / 0.00 on open / close drawer, and
@@ -416,6 +456,26 @@ def test_the_documented_user_policy_runs_through_policy_eval(tmp_path, monkeypat
     with pytest.raises(SystemExit) as caught:  # checked before any model loads: one line, exit 2
         main(["policy-eval", "--policy", "my_policy:nothing", "--out", str(tmp_path / "x")])
     assert caught.value.code == 2 and "my_policy has no nothing" in capsys.readouterr().err
+
+
+def test_the_recipes_real2sim_table_quotes_the_committed_runs():
+    """docs/recipes.md's table of what the recipe's command measured is read from the runs it names."""
+    import json
+    from pathlib import Path
+
+    from rlvr_envs.policy_eval.real2sim import metric_text, start_intervals
+
+    root = Path(__file__).resolve().parents[1]
+    recipes = (root / "docs" / "recipes.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| (\w+) \((?:now|before)\) \| (\d+) \| ([^|]+) \| ([^|]+) \| `([\w/]+)/`", recipes, re.M)
+    assert len(rows) >= 4
+    for model, starts, quoted_pearson, quoted_mmrv, folder in rows:
+        run = json.loads((root / "benchmarks" / "results" / "real2sim" / folder / "results.json").read_text())
+        summary = {**start_intervals(run["rollouts"]), **run["summary"]}
+        assert run["policies"][0]["starts"] == int(starts), folder
+        assert quoted_pearson.strip() == metric_text(summary, "pearson"), folder
+        assert quoted_mmrv.strip() == f"{summary['mmrv']:.3f}", folder
+        assert model in Path(run["model"]).name or model in folder, folder
 
 
 @pytest.mark.parametrize("spec, says", [("no_colon", "expected MODULE:NAME"),

@@ -31,12 +31,12 @@ from rlvr_envs.core.arguments import at_least, existing_dir, number_list, open_f
 from rlvr_envs.core.files import strict_json
 from rlvr_envs.core.paths import ASSETS
 
-#: the learned simulator used without --model: the MLE12k model after more MLE on `sweep` data, the
-#: best ranking of the recipe's policies measured (Pearson 0.84 at 10 starts, 0.61 at 20:
-#: benchmarks/results/real2sim/recipe_in_arena_starts*; MLE12k's, with the starts of the time: 0.62
-#: and 0.36, recipe_mle12k*; the MLE model of PushT-LearnedSim-v0 ranks the policy family backwards,
-#: Pearson -0.47 in real2sim/base)
-DEFAULT_MODEL = ASSETS / "video" / "pusht_single_step_sweep_model"
+#: the learned simulator used without --model: the sweep model after more MLE on `waypoint` data, the
+#: steadiest ranking of the recipe's policies measured (Pearson 0.79 at 40 starts against the sweep
+#: model's 0.64 from the same starts: benchmarks/results/real2sim/recipe_defaults_waypoint_40starts and
+#: recipe_in_arena_starts_40starts; the MLE model of PushT-LearnedSim-v0 ranks the policy family
+#: backwards, Pearson -0.47 in real2sim/base)
+DEFAULT_MODEL = ASSETS / "video" / "pusht_single_step_waypoint_model"
 START_FROM = ("history", "frame")
 JUDGE_FRAMES = ("rendered", "reconstructed")
 

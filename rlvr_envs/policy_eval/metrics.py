@@ -16,7 +16,8 @@ compare with published numbers).
 
 * `start_interval(metric, sim=S, real=R)`: how much either metric could move with other
   starts: its percentile interval when the starts are drawn again with replacement (S and R
-  here are per-start successes, one row per policy).
+  here are per-start successes, one row per policy); `start_difference(metric, first=(S1, R1),
+  second=(S2, R2))`: the same for two simulators run from the same starts, paired.
 """
 
 from __future__ import annotations
@@ -72,6 +73,28 @@ def mmrv(*, sim: Sequence[float], real: Sequence[float]) -> float:
     return float(gaps.max(axis=1).mean())
 
 
+def _start_draws(starts: int, resamples: int, seed: int) -> np.ndarray:
+    """[resamples, starts] start indices drawn with replacement."""
+    return np.random.default_rng(seed).integers(0, starts, size=(resamples, starts))
+
+
+def _successes(sim: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    s, r = np.asarray(sim, dtype=np.float64), np.asarray(real, dtype=np.float64)
+    if s.ndim != 2 or s.shape != r.shape:
+        raise ValueError(f"sim and real need [policies, starts] successes of one shape; got {s.shape} and {r.shape}")
+    return s, r
+
+
+def _quantiles(values: np.ndarray, level: float) -> tuple[float, float]:
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"level must be in (0, 1); got {level}")
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return float("nan"), float("nan")
+    low, high = np.quantile(values, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
+    return float(low), float(high)
+
+
 def start_interval(metric: Callable[..., float], *, sim: np.ndarray, real: np.ndarray, resamples: int = 2000,
                    level: float = 0.95, seed: int = 0) -> tuple[float, float]:
     """Bootstrap percentile interval of `metric(sim=rates, real=rates)` over the starts.
@@ -82,15 +105,29 @@ def start_interval(metric: Callable[..., float], *, sim: np.ndarray, real: np.nd
     the interval says how much. Resamples where the metric is undefined (nan: no spread on one
     side) are left out; (nan, nan) when all are.
     """
-    s, r = np.asarray(sim, dtype=np.float64), np.asarray(real, dtype=np.float64)
-    if s.ndim != 2 or s.shape != r.shape:
-        raise ValueError(f"sim and real need [policies, starts] successes of one shape; got {s.shape} and {r.shape}")
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must be in (0, 1); got {level}")
-    draws = np.random.default_rng(seed).integers(0, s.shape[1], size=(resamples, s.shape[1]))
-    values = np.array([metric(sim=s[:, d].mean(axis=1), real=r[:, d].mean(axis=1)) for d in draws])
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return float("nan"), float("nan")
-    low, high = np.quantile(values, [(1.0 - level) / 2.0, (1.0 + level) / 2.0])
-    return float(low), float(high)
+    s, r = _successes(sim, real)
+    draws = _start_draws(s.shape[1], resamples, seed)
+    return _quantiles(np.array([metric(sim=s[:, d].mean(axis=1), real=r[:, d].mean(axis=1)) for d in draws]), level)
+
+
+def start_difference(metric: Callable[..., float], *, first: tuple[np.ndarray, np.ndarray],
+                     second: tuple[np.ndarray, np.ndarray], resamples: int = 2000, level: float = 0.95,
+                     seed: int = 0) -> dict[str, float]:
+    """How two simulators' `metric` compares over the same starts drawn again (paired bootstrap).
+
+    `first`, `second`: (sim, real) successes as in `start_interval`, from the same starts. Returns
+    the metric's difference (second - first) on the starts as run, its interval, and the share of
+    draws in which the second simulator's metric is the higher (draws where either is undefined
+    are left out)."""
+    (s1, r1), (s2, r2) = _successes(*first), _successes(*second)
+    if s1.shape != s2.shape:
+        raise ValueError(f"both simulators need the same policies and starts; got {s1.shape} and {s2.shape}")
+    draws = _start_draws(s1.shape[1], resamples, seed)
+    differences = np.array([metric(sim=s2[:, d].mean(axis=1), real=r2[:, d].mean(axis=1))
+                            - metric(sim=s1[:, d].mean(axis=1), real=r1[:, d].mean(axis=1)) for d in draws])
+    low, high = _quantiles(differences, level)
+    defined = differences[np.isfinite(differences)]
+    return {"difference": metric(sim=s2.mean(axis=1), real=r2.mean(axis=1)) - metric(sim=s1.mean(axis=1),
+                                                                                        real=r1.mean(axis=1)),
+            "low": low, "high": high, "second_higher": float(np.mean(defined > 0)) if defined.size else float("nan"),
+            "draws": int(defined.size)}

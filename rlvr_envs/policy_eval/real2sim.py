@@ -188,21 +188,26 @@ def probe_sentences(summary: dict[str, Any]) -> list[str]:
     return sentences
 
 
-def start_intervals(rollouts: Sequence[Any]) -> dict[str, list[float]]:
-    """95% intervals of the Pearson and the MMRV when the starts are drawn again (`start_interval`).
-
-    `rollouts`: `Rollout`s or their dicts (as in a results.json); the learned simulator's are the
-    ones without the real env's own success."""
+def success_matrices(rollouts: Sequence[Any]) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """(policies, learned, real): judged successes as [policies, starts] arrays, from `Rollout`s or
+    their dicts (as in a results.json); the learned simulator's are the ones without the real
+    env's own success."""
     get = (lambda r, k: r[k]) if rollouts and isinstance(rollouts[0], dict) else getattr
     policies = list(dict.fromkeys(get(r, "policy") for r in rollouts))
-    if len(policies) < 2:
-        return {}
-    starts = 1 + max(get(r, "start") for r in rollouts)
+    starts = 1 + max((get(r, "start") for r in rollouts), default=-1)
     success = {"learned": np.zeros((len(policies), starts)), "real": np.zeros((len(policies), starts))}
     for r in rollouts:
         side = "learned" if get(r, "env_success") is None else "real"
         success[side][policies.index(get(r, "policy")), get(r, "start")] = get(r, "judged_success")
-    return {f"{name}_interval": list(start_interval(metric, sim=success["learned"], real=success["real"]))
+    return policies, success["learned"], success["real"]
+
+
+def start_intervals(rollouts: Sequence[Any]) -> dict[str, list[float]]:
+    """95% intervals of the Pearson and the MMRV when the starts are drawn again (`start_interval`)."""
+    policies, learned, real = success_matrices(rollouts)
+    if len(policies) < 2:
+        return {}
+    return {f"{name}_interval": list(start_interval(metric, sim=learned, real=real))
             for name, metric in (("pearson", pearson), ("mmrv", mmrv))}
 
 

@@ -712,6 +712,8 @@ def pusht_episodes_dir(episodes: int, resolution: int, seed: int) -> str:
     kind = "heldout" if seed == HELD_OUT_EPISODES_SEED else "train"
     folder = data_root() / f"pusht-{kind}-r{resolution}-s{seed}-n{episodes}"
     if not (folder / "summary.json").is_file():  # generated once; resumable if interrupted
-        config = pusht.PushTGenerationConfig(episodes=episodes, resolution=resolution, seed=seed)
+        # the sets every committed figure measured: episodes run on after a block leaves the arena
+        config = pusht.PushTGenerationConfig(episodes=episodes, resolution=resolution, seed=seed,
+                                             end_when_block_leaves=False)
         pusht.generate_dataset(config, folder, workers=1, progress=False)
     return str(folder)

@@ -46,6 +46,7 @@ from rlvr_envs.video.pusht.storage import (
     episode_metadata,
     load_episode,
     read_metadata,
+    same_format_config,
     save_episode,
     write_metadata,
 )
@@ -134,10 +135,13 @@ def generate_dataset(
         remove_stale_temporaries(episodes_dir)
         fresh = not (out / CONFIG_FILE).is_file()
         if not fresh:
-            existing = read_metadata(out)
+            existing = same_format_config(read_metadata(out))
             if existing != episode_metadata(config):
-                raise PushTFormatError(f"{out} holds PushT data made with another config ({existing.get('config')}); "
-                                       f"choose an empty --out directory")
+                hint = ("; it was made before episodes ended when the block left the arena: add "
+                        "--keep-escaped-blocks to finish it as it was made, or" if existing.get("config", {}).get(
+                            "end_when_block_leaves") is False and config.end_when_block_leaves else ";")
+                raise PushTFormatError(f"{out} holds PushT data made with another config ({existing.get('config')})"
+                                       f"{hint} choose an empty --out directory")
         _refuse_what_cannot_be_replaced(config, out)
         if fresh:
             write_metadata(out, config)
@@ -213,6 +217,9 @@ def add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy-weights", type=_policy_weights, default=defaults.policy_weights,
                         help=f"share of episodes per policy, NAME=WEIGHT,... among {', '.join(POLICIES)} "
                              "(see rlvr_envs.video.pusht.policies)")
+    parser.add_argument("--keep-escaped-blocks", action="store_true",
+                        help="run episodes on after the agent pushes the block out of the arena (by default an "
+                             "episode ends there: no later frame would show the block)")
     parser.add_argument("--workers", type=at_least(1), default=min(2, os.cpu_count() or 1), help="processes")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -224,7 +231,8 @@ def run_data_command(args: argparse.Namespace) -> int:
     use) raise `DataError`, which the CLI prints as one line with exit status 1.
     """
     config = PushTGenerationConfig(episodes=args.episodes, resolution=args.resolution, seed=args.seed,
-                                   max_steps=args.max_steps, policy_weights=args.policy_weights)
+                                   max_steps=args.max_steps, policy_weights=args.policy_weights,
+                                   end_when_block_leaves=not args.keep_escaped_blocks)
     try:
         config.validate()
     except ValueError as error:

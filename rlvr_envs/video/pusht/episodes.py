@@ -52,6 +52,9 @@ class PushTGenerationConfig:
         random_box: half-width (pixels) of the box around the block where random targets fall.
         replay_shift: std of the start perturbation for replays: (pixels, radians).
         reseat_each_step: re-seat the state in a fresh space before each step (see module doc).
+        end_when_block_leaves: end an episode at the step that pushes the block out of the arena
+            (gym-pusht's agent can squeeze it through a wall; later frames would show no block).
+            Configs written before this option read as False: their episodes ran on.
     """
 
     episodes: int = 200
@@ -63,6 +66,7 @@ class PushTGenerationConfig:
     random_box: float = 100.0
     replay_shift: tuple[float, float] = (25.0, 0.35)
     reseat_each_step: bool = True
+    end_when_block_leaves: bool = True
 
     def validate(self) -> "PushTGenerationConfig":
         if self.episodes < 1:
@@ -95,6 +99,7 @@ class PushTGenerationConfig:
         data = dict(data)
         data["expert_noise_levels"] = tuple(data["expert_noise_levels"])
         data["replay_shift"] = tuple(data["replay_shift"])
+        data.setdefault("end_when_block_leaves", False)  # written before the option: episodes ran on
         return cls(**data).validate()
 
 
@@ -205,23 +210,23 @@ class PushTGenerator:
         plan = episode_plan(config, index)
         self.env.reset(seed=plan.seed)
         start = physics_state(self.env)
+
+        def roll(policy, initial=start, actions=None) -> dict:
+            return run_policy(self.env, initial, policy, config.max_steps, config.reseat_each_step, actions=actions,
+                              stop_when_block_leaves=config.end_when_block_leaves)
+
         if plan.policy == "expert":
-            record = run_policy(self.env, start, ScriptedPushExpert(plan.policy_rng, plan.noise), config.max_steps,
-                                config.reseat_each_step)
+            record = roll(ScriptedPushExpert(plan.policy_rng, plan.noise))
         elif plan.policy == "random":
-            record = run_policy(self.env, start, RandomBlockPolicy(plan.policy_rng, config.random_box),
-                                config.max_steps, config.reseat_each_step)
+            record = roll(RandomBlockPolicy(plan.policy_rng, config.random_box))
         elif plan.policy in HANDOFF_OFF:
-            policy = HandoffPolicy(plan.policy_rng, config.random_box, off=HANDOFF_OFF[plan.policy])
-            record = run_policy(self.env, start, policy, config.max_steps, config.reseat_each_step)
+            record = roll(HandoffPolicy(plan.policy_rng, config.random_box, off=HANDOFF_OFF[plan.policy]))
         elif plan.policy == "cem":
-            record = run_policy(self.env, start, CEMLikePolicy(plan.policy_rng), config.max_steps,
-                                config.reseat_each_step)
+            record = roll(CEMLikePolicy(plan.policy_rng))
         else:
             self.planner.reset(seed=plan.seed)
             actions = plan_expert_actions(self.planner, start, config.max_steps, config.reseat_each_step)
-            perturbed = perturb_start(start, plan.policy_rng, config.replay_shift)
-            record = run_policy(self.env, perturbed, None, config.max_steps, config.reseat_each_step, actions=actions)
+            record = roll(None, perturb_start(start, plan.policy_rng, config.replay_shift), actions)
         return PushTEpisode(
             index=index, policy=plan.policy, noise=plan.noise, seed=plan.seed, frames=record["frames"],
             actions=record["actions"], physics=record["physics"], coverage=record["coverage"],

@@ -47,6 +47,7 @@ from rlvr_envs.video.pusht.physics import (
     _rotation,
     _wrap_angle,
     block_centre,
+    block_in_arena,
     goal_coverage,
     physics_state,
     render_frame,
@@ -356,11 +357,14 @@ class CEMLikePolicy:
 def run_policy(
     env, initial_physics: np.ndarray, policy: Callable[[np.ndarray], np.ndarray], max_steps: int,
     reseat_each_step: bool = True, record_frames: bool = True, actions: Sequence[np.ndarray] | None = None,
+    stop_when_block_leaves: bool = False,
 ) -> dict[str, Any]:
     """Roll out from `initial_physics`, either closed loop (`policy`) or replaying `actions`.
 
     Returns frames (or None), actions, physics, coverage, success. With `actions` given the
-    policy is ignored and the rollout stops early only at success.
+    policy is ignored. The rollout stops early at success, and with `stop_when_block_leaves`
+    at the first step whose block has left the arena (`block_in_arena`: the agent can squeeze it
+    through a wall, and no later frame shows it).
     """
     restore_physics_state(env, initial_physics)
     frames = [render_frame(env)] if record_frames else None
@@ -382,6 +386,8 @@ def run_policy(
         if record_frames:
             frames.append(np.asarray(observation, dtype=np.uint8))
         success = coverages[-1] > SUCCESS_COVERAGE
+        if stop_when_block_leaves and not block_in_arena(physics_rows[-1]):
+            break
     return {
         "frames": None if frames is None else np.stack(frames),
         "actions": np.array(taken, dtype=np.float32).reshape(-1, 2),

@@ -102,6 +102,16 @@ def read_metadata(root: str | os.PathLike) -> dict[str, Any]:
     return meta
 
 
+def same_format_config(meta: dict[str, Any]) -> dict[str, Any]:
+    """`config.json`'s content with its config written as this version writes it (options added
+    since read as what the folder's episodes did), so a folder made before an option compares
+    equal to the config that reproduces it; left as it is when its config does not parse."""
+    try:
+        return {**meta, "config": PushTGenerationConfig.from_json(meta["config"]).to_json()}
+    except (KeyError, TypeError, ValueError):
+        return meta
+
+
 def read_config(root: str | os.PathLike) -> PushTGenerationConfig:
     """The generation config of a PushT folder, checked for format and version."""
     path = Path(root) / CONFIG_FILE

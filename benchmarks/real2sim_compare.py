@@ -1,0 +1,88 @@
+"""Which of two learned simulators ranks the policies better, from two Real2Sim runs on the same starts.
+
+Two `rlvr-world policy-eval` runs with the same policies and starts (the real simulator's
+successes identical) differ only in the learned simulator. Their Pearsons and MMRVs alone do
+not say which simulator is better: with seven policies either moves a lot with the starts
+drawn. This draws the starts again with replacement, the same draw for both runs (paired), and
+reports each metric's difference (second run minus first), its 95% range and the share of draws
+in which the second run's metric is the higher (`rlvr_envs.policy_eval.metrics.start_difference`).
+
+    python -m benchmarks.real2sim_compare benchmarks/results/real2sim/recipe_in_arena_starts_40starts \
+        benchmarks/results/real2sim/recipe_defaults_waypoint_40starts \
+        --out benchmarks/results/real2sim_default_choice.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rlvr_envs.core.arguments import at_least
+from rlvr_envs.core.files import write_json_atomic
+from rlvr_envs.core.records import recorded_command
+
+
+def read_run(folder: Path) -> dict:
+    """A policy-eval results.json (the folder or the file); SystemExit with one line when unreadable."""
+    path = folder / "results.json" if folder.is_dir() else folder
+    try:
+        run = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"real2sim_compare: cannot read a policy-eval run from {path}: {exc}") from None
+    if not isinstance(run, dict) or not run.get("rollouts"):
+        raise SystemExit(f"real2sim_compare: {path} has no rollouts to draw starts from (not a policy-eval run)")
+    return run
+
+
+def compare(first: dict, second: dict, resamples: int = 2000, seed: int = 0) -> dict:
+    """Paired comparison of two runs' Pearson and MMRV; ValueError when their starts differ."""
+    from rlvr_envs.policy_eval.metrics import mmrv, pearson, start_difference
+    from rlvr_envs.policy_eval.real2sim import success_matrices
+
+    (p1, s1, r1), (p2, s2, r2) = success_matrices(first["rollouts"]), success_matrices(second["rollouts"])
+    if p1 != p2 or r1.shape != r2.shape:
+        raise ValueError(f"the runs need the same policies and starts; got {p1} x {r1.shape[1]} starts and "
+                         f"{p2} x {r2.shape[1]} starts")
+    if not np.array_equal(r1, r2):
+        raise ValueError("the real simulator's successes differ between the runs: they did not start from the "
+                         "same states")
+    return {name: start_difference(metric, first=(s1, r1), second=(s2, r2), resamples=resamples, seed=seed)
+            for name, metric in (("pearson", pearson), ("mmrv", mmrv))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("first", type=Path, help="a policy-eval output folder (or its results.json)")
+    parser.add_argument("second", type=Path, help="another, from the same starts")
+    parser.add_argument("--resamples", type=at_least(100), default=2000)
+    parser.add_argument("--seed", type=at_least(0), default=0)
+    parser.add_argument("--out", type=Path, default=None, help="JSON file to write")
+    args = parser.parse_args(argv)
+    first, second = read_run(args.first), read_run(args.second)
+    try:
+        result = compare(first, second, args.resamples, args.seed)
+    except ValueError as exc:
+        raise SystemExit(f"real2sim_compare: {exc}") from None
+    for name, row in result.items():
+        print(f"{name}: second - first {row['difference']:+.3f} (95% over starts {row['low']:+.2f} to "
+              f"{row['high']:+.2f}); the second higher in {row['second_higher']:.0%} of {row['draws']} draws")
+    report = {"command": recorded_command("python -m benchmarks.real2sim_compare", args),
+              "time": time.strftime("%Y-%m-%d %H:%M"),
+              "first": {"run": str(args.first), "model": first.get("model"), "pearson": first["summary"]["pearson"],
+                        "mmrv": first["summary"]["mmrv"]},
+              "second": {"run": str(args.second), "model": second.get("model"),
+                         "pearson": second["summary"]["pearson"], "mmrv": second["summary"]["mmrv"]},
+              "starts": first["policies"][0]["starts"], "resamples": args.resamples, **result}
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(args.out, report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
