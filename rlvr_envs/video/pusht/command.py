@@ -21,6 +21,7 @@ import math
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -137,9 +138,9 @@ def generate_dataset(
         if not fresh:
             existing = same_format_config(read_metadata(out))
             if existing != episode_metadata(config):
+                ran_on = existing == episode_metadata(replace(config, end_when_block_leaves=False))
                 hint = ("; it was made before episodes ended when the block left the arena: add "
-                        "--keep-escaped-blocks to finish it as it was made, or" if existing.get("config", {}).get(
-                            "end_when_block_leaves") is False and config.end_when_block_leaves else ";")
+                        "--keep-escaped-blocks to finish it as it was made, or" if ran_on else ";")
                 raise PushTFormatError(f"{out} holds PushT data made with another config ({existing.get('config')})"
                                        f"{hint} choose an empty --out directory")
         _refuse_what_cannot_be_replaced(config, out)
