@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from rlvr_envs.core.arguments import at_least
-from rlvr_envs.core.files import write_json_atomic
+from rlvr_envs.core.files import strict_json, write_json_atomic
 from rlvr_envs.core.records import recorded_command
 
 
@@ -79,8 +79,7 @@ def main(argv: list[str] | None = None) -> int:
                          "pearson": second["summary"]["pearson"], "mmrv": second["summary"]["mmrv"]},
               "starts": first["policies"][0]["starts"], "resamples": args.resamples, **result}
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(args.out, report)
+        write_json_atomic(args.out, strict_json(report))  # an undefined figure: null
     return 0
 
 
