@@ -1367,15 +1367,23 @@ def _planning_tables() -> list[tuple[str, dict]]:
 def _default_real2sim_runs() -> list[tuple[str, dict]]:
     """(file, results) of the committed runs of docs/recipes.md's policy-eval command as a user runs
     it (the default simulator and settings, the recipe's two policies), fewest starts first."""
-    from rlvr_envs.policy_eval.command import DEFAULT_MODEL
+    from rlvr_envs.policy_eval.command import DEFAULT_MODEL, add_arguments
 
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    # every option that changes what is measured, at its default (the start count may differ)
+    defaults = [f"--{name.replace('_', '-')} {parser.get_default(name)}" for name in
+                ("lead", "start_from", "judge_frames", "max_steps", "noise", "success", "success_coverage",
+                 "temperature", "seed")]
     runs = []
     for path in sorted(RESULTS.glob("real2sim/*/results.json")):
         relative = str(path.relative_to(RESULTS))
         d = load(relative)
         names = {p["policy"] for p in d["policies"]}
+        tokens = d["command"].split()
         if (Path(d.get("model", "")).name == DEFAULT_MODEL.name and {"toward_centre", "circler"} <= names
-                and "--judge-frames rendered" in d["command"] and "--start-from history" in d["command"]):
+                and set(defaults) <= {f"{a} {b}" for a, b in zip(tokens, tokens[1:])}
+                and not {"--model", "--data", "--tokenizer", "--no-family"} & set(tokens)):
             runs.append((relative, d))
     return sorted(runs, key=lambda run: run[1]["policies"][0]["starts"])
 

@@ -43,8 +43,8 @@ JUDGE_FRAMES = ("rendered", "reconstructed")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", type=existing_dir, default=None,
-                        help="world model dir (None: the shipped sweep-data model, the best Real2Sim ranking "
-                             "measured: docs/recipes.md)")
+                        help="world model dir (None: the shipped waypoint-data model, the steadiest Real2Sim "
+                             "ranking measured: docs/recipes.md)")
     parser.add_argument("--tokenizer", type=existing_dir, default=None,
                         help="frame tokenizer dir (None: the shipped one)")
     parser.add_argument("--data", type=existing_dir, default=None,
