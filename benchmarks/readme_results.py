@@ -714,12 +714,20 @@ _LEARNED_START = {"history": "the recorded frames and actions that led to each s
                   "frame": "each start frame repeated, the agent standing still"}
 
 
+def _real2sim_summary(d: dict) -> dict:
+    """A Real2Sim run's summary with its intervals over starts (runs from before them: from their rollouts)."""
+    from rlvr_envs.policy_eval.real2sim import start_intervals
+
+    s = d["summary"]
+    return s if "pearson_interval" in s else {**start_intervals(d.get("rollouts", [])), **s}
+
+
 def _real2sim(files: list[dict]) -> str:
-    from rlvr_envs.policy_eval.real2sim import metric_text, probe_sentences, start_intervals
+    from rlvr_envs.policy_eval.real2sim import metric_text, probe_sentences
 
     parts = []
     for d in files:
-        s = {**start_intervals(d.get("rollouts", [])), **d["summary"]}  # runs from before the intervals: from their rollouts
+        s = _real2sim_summary(d)
         rows = [[p["policy"], f"{p['learned_success']:.2f}", f"{p['real_success']:.2f}", f"{p['real_env_success']:.2f}",
                  str(p["starts"])] for p in d["policies"]]
         model = Path(d["model"]).name if d.get("model") else Path(d["_file"]).parent.name
@@ -1445,11 +1453,10 @@ def _goals(where: str = "the subsections below give every run") -> str:
                      _shown("pusht_success_judge.json")])
     real2sim = _default_real2sim_runs()
     if real2sim:
-        from rlvr_envs.policy_eval.real2sim import metric_text, start_intervals
+        from rlvr_envs.policy_eval.real2sim import metric_text
 
         def measured(d: dict) -> str:
-            s = {**start_intervals(d["rollouts"]), **d["summary"]}
-            return f"{d['policies'][0]['starts']} starts: Pearson {metric_text(s, 'pearson')}"
+            return f"{d['policies'][0]['starts']} starts: Pearson {metric_text(_real2sim_summary(d), 'pearson')}"
         file, most = real2sim[-1]
         met = most["summary"]["pearson"] >= GOAL_REAL2SIM_PEARSON
         rows.append(["Real2Sim on PushT, the recipe's policy-eval command with the default learned simulator: "

@@ -41,7 +41,7 @@ def read_run(folder: Path) -> dict:
 
 def compare(first: dict, second: dict, resamples: int = 2000, seed: int = 0) -> dict:
     """Paired comparison of two runs' Pearson and MMRV; ValueError when their starts differ."""
-    from rlvr_envs.policy_eval.metrics import mmrv, pearson, start_difference
+    from rlvr_envs.policy_eval.metrics import RANK_METRICS, start_difference
     from rlvr_envs.policy_eval.real2sim import success_matrices
 
     (p1, s1, r1), (p2, s2, r2) = success_matrices(first["rollouts"]), success_matrices(second["rollouts"])
@@ -52,7 +52,7 @@ def compare(first: dict, second: dict, resamples: int = 2000, seed: int = 0) -> 
         raise ValueError("the real simulator's successes differ between the runs: they did not start from the "
                          "same states")
     return {name: start_difference(metric, first=(s1, r1), second=(s2, r2), resamples=resamples, seed=seed)
-            for name, metric in (("pearson", pearson), ("mmrv", mmrv))}
+            for name, metric in RANK_METRICS.items()}
 
 
 def main(argv: list[str] | None = None) -> int:

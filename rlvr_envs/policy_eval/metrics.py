@@ -73,6 +73,10 @@ def mmrv(*, sim: Sequence[float], real: Sequence[float]) -> float:
     return float(gaps.max(axis=1).mean())
 
 
+#: SIMPLER's two ranking metrics by name, as policy-eval reports them
+RANK_METRICS: dict[str, Callable[..., float]] = {"pearson": pearson, "mmrv": mmrv}
+
+
 def _start_draws(starts: int, resamples: int, seed: int) -> np.ndarray:
     """[resamples, starts] start indices drawn with replacement."""
     return np.random.default_rng(seed).integers(0, starts, size=(resamples, starts))

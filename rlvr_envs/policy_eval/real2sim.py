@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from rlvr_envs.policy_eval.metrics import mmrv, pearson, pearson_undefined_reason, start_interval
+from rlvr_envs.policy_eval.metrics import RANK_METRICS, mmrv, pearson, pearson_undefined_reason, start_interval
 from rlvr_envs.policy_eval.policies import Policy, as_policy
 from rlvr_envs.video.pusht.physics import SUCCESS_COVERAGE
 
@@ -208,7 +208,7 @@ def start_intervals(rollouts: Sequence[Any]) -> dict[str, list[float]]:
     if len(policies) < 2:
         return {}
     return {f"{name}_interval": list(start_interval(metric, sim=learned, real=real))
-            for name, metric in (("pearson", pearson), ("mmrv", mmrv))}
+            for name, metric in RANK_METRICS.items()}
 
 
 def metric_text(summary: dict[str, Any], name: str) -> str:
