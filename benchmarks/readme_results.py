@@ -712,6 +712,9 @@ def _number(x: Any, digits: int = 3) -> str:
 #: how a Real2Sim run started the learned simulator (runs without `start_from` predate the option: 'frame')
 _LEARNED_START = {"history": "the recorded frames and actions that led to each start",
                   "frame": "each start frame repeated, the agent standing still"}
+#: where `--lead` counts back from in a held-out episode (runs from before `--lead-from`: its end)
+_LEAD_FROM = {"end": "its end",
+              "success": "the step its block first covered the goal past the success bar (`--lead-from success`)"}
 
 
 def _real2sim_summary(d: dict) -> dict:
@@ -733,7 +736,8 @@ def _real2sim(files: list[dict]) -> str:
         model = Path(d["model"]).name if d.get("model") else Path(d["_file"]).parent.name
         text = (f"**Real2Sim on PushT, {Path(d['_file']).parent.name} world model** ({model}; `{d['command']}`, "
                 f"{_shown(d['_file'])}): {d.get('judge', '')}. The learned sim starts from "
-                f"{_LEARNED_START[d.get('start_from', 'frame')]} (the real sim: from the physics state).\n\n")
+                f"{_LEARNED_START[d.get('start_from', 'frame')]} (the real sim: from the physics state); each start "
+                f"is `--lead` steps before a held-out episode's {_LEAD_FROM[d.get('lead_from', 'end')]}.\n\n")
         text += _table(["policy", "success in the learned sim", "in the real sim (judged)", "in the real env",
                         "starts"], ["---", "---:", "---:", "---:", "---:"], rows) + "\n\n"
         text += (f"Learned sim vs real (judged): Pearson {metric_text(s, 'pearson')}, MMRV {metric_text(s, 'mmrv')} "
@@ -1391,7 +1395,8 @@ def _default_real2sim_runs() -> list[tuple[str, dict]]:
         tokens = d["command"].split()
         if (Path(d.get("model", "")).name == DEFAULT_MODEL.name and {"toward_centre", "circler"} <= names
                 and set(defaults) <= {f"{a} {b}" for a, b in zip(tokens, tokens[1:])}
-                and not {"--model", "--data", "--tokenizer", "--no-family"} & set(tokens)):
+                and not {"--model", "--data", "--tokenizer", "--no-family"} & set(tokens)
+                and d.get("lead_from", "end") == parser.get_default("lead_from")):  # runs before it: "end"
             runs.append((relative, d))
     return sorted(runs, key=lambda run: run[1]["policies"][0]["starts"])
 

@@ -387,6 +387,30 @@ def test_starts_pass_over_episodes_whose_block_was_pushed_out_of_the_arena():
         real2sim_starts([outside], 1, lead=5)
 
 
+def test_starts_count_the_lead_back_from_the_step_the_block_first_passes_the_bar():
+    """From an episode's end a successful episode's block is at the goal already; from its first
+    success a start asks a policy to push (an episode that never succeeds: from its end)."""
+    from types import SimpleNamespace
+
+    from rlvr_envs.policy_eval.command import real2sim_starts
+    from rlvr_envs.video.pusht.physics import GOAL_POSE, goal_coverage
+
+    steps, reached = 60, 35
+    physics = np.tile([100.0, 100.0, 0, 0, 0, 0, 0, 0, 0, 0], (steps + 1, 1))
+    physics[:, 4:7] = GOAL_POSE
+    physics[:reached, 4] = GOAL_POSE[0] - np.linspace(150, 10, reached)  # slid onto the goal at step `reached`
+    coverage = [goal_coverage(state) for state in physics]
+    assert coverage[reached - 1] < 0.8 < coverage[reached]
+    pushed = SimpleNamespace(success=True, physics=physics)
+    (start,) = real2sim_starts([pushed], 1, lead=10, success_coverage=0.8)
+    assert start["physics"][4] == physics[reached - 10, 4] and goal_coverage(start["physics"]) < 0.8
+    (from_end,) = real2sim_starts([pushed], 1, lead=10)
+    assert goal_coverage(from_end["physics"]) > 0.95  # the old anchor: at the goal already
+    short = SimpleNamespace(success=False, physics=physics[:reached])  # never past the bar: from its end
+    (unfinished,) = real2sim_starts([short], 1, lead=10, success_coverage=0.8)
+    assert unfinished["physics"][4] == physics[reached - 11, 4]
+
+
 def test_starts_carry_the_recorded_history_that_ends_at_the_start_and_both_simulators_get_it():
     from types import SimpleNamespace
 
@@ -467,12 +491,15 @@ def test_the_recipes_real2sim_table_quotes_the_committed_runs():
 
     root = Path(__file__).resolve().parents[1]
     recipes = (root / "docs" / "recipes.md").read_text(encoding="utf-8")
-    rows = re.findall(r"^\| (\w+) \((?:now|before)\) \| (\d+) \| ([^|]+) \| ([^|]+) \| `([\w/]+)/`", recipes, re.M)
+    rows = re.findall(r"^\| (\w+) \((?:now|before)\) \| (\d+) \| (end|first success) \| (embedded|set B) \| "
+                      r"([^|]+) \| ([^|]+) \| `([\w/]+)/`", recipes, re.M)
     assert len(rows) >= 4
-    for model, starts, quoted_pearson, quoted_mmrv, folder in rows:
+    for model, starts, lead_from, heldout, quoted_pearson, quoted_mmrv, folder in rows:
         run = json.loads((root / "benchmarks" / "results" / "real2sim" / folder / "results.json").read_text())
         summary = {**start_intervals(run["rollouts"]), **run["summary"]}
         assert run["policies"][0]["starts"] == int(starts), folder
+        assert run.get("lead_from", "end") == lead_from.split()[-1], folder  # runs before the option: "end"
+        assert ("--data" in run["command"].split()) == (heldout == "set B"), folder
         assert quoted_pearson.strip() == metric_text(summary, "pearson"), folder
         assert quoted_mmrv.strip() == f"{summary['mmrv']:.3f}", folder
         assert model in Path(run["model"]).name or model in folder, folder

@@ -269,9 +269,10 @@ def test_goals_table_reads_each_goal_from_its_files(monkeypatch, tmp_path):
 
 
 def _real2sim_run(folder, model: str, starts: int, pearson: float, policies=("expert", "toward_centre", "circler"),
-                  temperature: str = "0.0"):
+                  temperature: str = "0.0", lead_from: str | None = None):
     """A results.json of policy-eval with the recipe's settings: the first policy succeeds from
-    the first half of the starts in both simulators, the others never."""
+    the first half of the starts in both simulators, the others never (`lead_from` None: a run
+    from before the option, whose starts counted from the episodes' ends, as the default does)."""
     rollouts = [{"policy": p, "start": s, "env_success": None if sim == "learned" else ok, "judged_success": ok}
                 for p in policies for s in range(starts) for sim in ("learned", "real")
                 for ok in [p == policies[0] and s < starts // 2]]
@@ -281,7 +282,8 @@ def _real2sim_run(folder, model: str, starts: int, pearson: float, policies=("ex
                    f"--judge-frames rendered --max-steps 20 --noise 0,10,25,50 --success any --success-coverage 0.8 "
                    f"--temperature {temperature} --seed 0 --out X",
         "model": f"/somewhere/{model}", "rollouts": rollouts, "summary": {"pearson": pearson, "mmrv": 0.1},
-        "policies": [{"policy": p, "starts": starts} for p in policies]}))
+        "policies": [{"policy": p, "starts": starts} for p in policies],
+        **({"lead_from": lead_from} if lead_from else {})}))
 
 
 def test_the_real2sim_goal_is_judged_at_the_most_starts_of_the_default_simulator(monkeypatch, tmp_path):
@@ -292,6 +294,7 @@ def test_the_real2sim_goal_is_judged_at_the_most_starts_of_the_default_simulator
     _real2sim_run(tmp_path / "real2sim" / "other_model", "wm_other", 40, 0.99)  # not what a user gets
     _real2sim_run(tmp_path / "real2sim" / "no_recipe_policies", DEFAULT_MODEL.name, 40, 0.99, ("expert", "random"))
     _real2sim_run(tmp_path / "real2sim" / "sampled", DEFAULT_MODEL.name, 40, 0.99, temperature="1.0")  # not a default
+    _real2sim_run(tmp_path / "real2sim" / "from_success", DEFAULT_MODEL.name, 40, 0.99, lead_from="success")  # option
     row = next(line for line in rr._goals().split("\n") if "Real2Sim" in line)
     assert "10 starts: Pearson 0.850 (1.00 to 1.00)" in row and "| met |" in row and "0.99" not in row
     _real2sim_run(tmp_path / "real2sim" / "forty", DEFAULT_MODEL.name, 40, 0.6)

@@ -8,11 +8,12 @@ and random) and your own, `--policy MODULE:NAME` (repeatable; a callable image -
 5 targets, or a SIMPLER-style object with reset(instruction) and step(image); reported under
 NAME); `--no-family` leaves the family out (Pearson and MMRV need two policies or more).
 Starts: states of held-out episodes `--lead` simulator steps before their end (so good
-policies can finish within `--max-steps` chunks); the real simulator starts from the
-physics state, the learned one from the recorded frames and actions that led to it
-(`--start-from history`: the context it was trained on, and the velocities the physics state
-holds) or from the start frame alone (`frame`: the agent standing still, a context the real
-state contradicts when its agent or block was moving). Writes OUT/results.json
+policies can finish within `--max-steps` chunks; `--lead-from success`: before the step their
+block first covers the goal past `--success-coverage`, so a start asks a policy to push); the
+real simulator starts from the physics state, the learned one from the recorded frames and
+actions that led to it (`--start-from history`: the context it was trained on, and the
+velocities the physics state holds) or from the start frame alone (`frame`: the agent standing
+still, a context the real state contradicts when its agent or block was moving). Writes OUT/results.json
 (per-policy success in both simulators, Pearson and MMRV, and two probes: how far the learned
 simulator moves a block nothing touches, and how far its agent follows a target) and
 OUT/gifs/<policy>.gif (real rollout beside the learned simulator's) for the first start.
@@ -34,10 +35,11 @@ from rlvr_envs.core.paths import ASSETS
 #: the learned simulator used without --model: the sweep model after more MLE on `waypoint` data, the
 #: steadiest ranking of the recipe's policies measured (Pearson 0.79 at 40 starts against the sweep
 #: model's 0.64 from the same starts: benchmarks/results/real2sim/recipe_defaults_waypoint_40starts and
-#: recipe_in_arena_starts_40starts; the MLE model of PushT-LearnedSim-v0 ranks the policy family
+#: recipe_in_arena_starts_40starts; 0.93 on a second held-out set: ..._40starts_heldout_b); the MLE model of PushT-LearnedSim-v0 ranks the policy family
 #: backwards, Pearson -0.47 in real2sim/base)
 DEFAULT_MODEL = ASSETS / "video" / "pusht_single_step_waypoint_model"
 START_FROM = ("history", "frame")
+LEAD_FROM = ("end", "success")
 JUDGE_FRAMES = ("rendered", "reconstructed")
 
 
@@ -52,7 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--heldout-episodes", type=at_least(1), default=12, help="size of the embedded held-out set")
     parser.add_argument("--starts", type=at_least(1), default=10, help="start states per policy")
     parser.add_argument("--lead", type=at_least(0), default=60,
-                        help="start this many simulator steps before an episode's end")
+                        help="start this many simulator steps before --lead-from")
+    parser.add_argument("--lead-from", default="end", choices=LEAD_FROM,
+                        help="'end': an episode's last step (a successful episode's block is then near or "
+                             "past the bar: the ranking measured best); 'success': the step its block first "
+                             "covers the goal past --success-coverage (its end if it never does), so a start "
+                             "asks a policy to push: docs/recipes.md")
     parser.add_argument("--start-from", default="history", choices=START_FROM,
                         help="the learned simulator's context at a start: 'history', the real frames and actions "
                              "before it (the real simulator starts from the physics state they left, velocities "
@@ -96,8 +103,11 @@ def check(args: argparse.Namespace) -> None:
 
 
 def real2sim_starts(episodes, count: int, lead: int, seed: int = 0, history: int = 1,
-                    frame_skip: int = 5) -> list[dict[str, np.ndarray]]:
-    """`count` starts, `lead` steps before the end of (successful first) held-out episodes.
+                    frame_skip: int = 5, success_coverage: float | None = None) -> list[dict[str, np.ndarray]]:
+    """`count` starts, `lead` steps before the end of (successful first) held-out episodes, or with
+    `success_coverage`, `lead` steps before the step an episode's block first covers the goal past
+    that bar (its end if it never does): a start from the end of a successful episode has its block
+    at or past the bar already, where success measures whether a policy leaves it there.
 
     Each start is reset options both simulators read: "physics" (the state at the start, for
     the real one) and, with `history` > 1, "frames" and "actions": the `history` recorded frames
@@ -106,27 +116,39 @@ def real2sim_starts(episodes, count: int, lead: int, seed: int = 0, history: int
     arena by then are passed over (`block_in_arena`): no policy can act on a block out of
     the frame, and a learned simulator cannot see one."""
     from rlvr_envs.core.errors import DataError
-    from rlvr_envs.video.pusht.physics import block_in_arena
+    from rlvr_envs.video.pusht.physics import block_in_arena, goal_coverage
 
     rng = np.random.default_rng(seed)
     back = (history - 1) * frame_skip
 
-    def start_step(episode, extra: int) -> int:
-        return max(back, len(episode.physics) - 1 - lead - extra)
+    def anchor(episode) -> int:
+        """The step `lead` counts back from."""
+        if success_coverage is not None:
+            for t, state in enumerate(np.asarray(episode.physics)):
+                if goal_coverage(state) > success_coverage:
+                    return t
+        return len(episode.physics) - 1
+
+    anchors = [anchor(episode) for episode in episodes]
+
+    def start_step(i: int, extra: int) -> int:
+        return max(back, anchors[i] - lead - extra)
 
     usable = [i for i, episode in enumerate(episodes)
-              if block_in_arena(np.asarray(episode.physics)[start_step(episode, 0)])]
+              if block_in_arena(np.asarray(episode.physics)[start_step(i, 0)])]
     if not usable:
+        anchor_name = "its end" if success_coverage is None else "its block first passes the bar"
         raise DataError(f"none of the {len(episodes)} held-out episodes has its block inside the arena "
-                         f"{lead} steps before its end")
+                        f"{lead} steps before {anchor_name}")
     ordered = sorted(usable, key=lambda i: (not episodes[i].success, i))
     starts = []
     for k in range(count):
-        episode = episodes[ordered[k % len(ordered)]]
+        i = ordered[k % len(ordered)]
+        episode = episodes[i]
         physics = np.asarray(episode.physics)
-        t = start_step(episode, int(rng.integers(0, 10)) * (k >= len(ordered)))
+        t = start_step(i, int(rng.integers(0, 10)) * (k >= len(ordered)))
         if not block_in_arena(physics[t]):  # an earlier step of a repeated episode may have it out
-            t = start_step(episode, 0)
+            t = start_step(i, 0)
         start = {"physics": physics[t].copy()}
         if history > 1:
             start["frames"] = np.asarray(episode.frames)[t - back:t + 1:frame_skip].copy()
@@ -166,7 +188,8 @@ def run(args: argparse.Namespace) -> int:
                               reward="none", device=device)
     starts = real2sim_starts(episodes, args.starts, args.lead, args.seed,
                              history=learned.history if args.start_from == "history" else 1,
-                             frame_skip=learned.frame_skip)
+                             frame_skip=learned.frame_skip,
+                             success_coverage=args.success_coverage if args.lead_from == "success" else None)
     real = PushTChunkEnv(resolution=learned.resolution[0])
     view = learned.reconstruct if args.judge_frames == "reconstructed" else None
     result = evaluate(policies, learned, real, starts, args.max_steps, args.success, record=1, progress=True,
@@ -178,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
             save_gif(out / "gifs" / f"{policy}.gif", [pair[1], pair[0]])  # real | learned
     report = {"command": recorded_command("rlvr-world policy-eval", args),
               "model": learned.model_name, "time": time.strftime("%Y-%m-%d %H:%M"), "data": str(data),
-              "start_from": args.start_from, "judge_frames": args.judge_frames,
+              "start_from": args.start_from, "lead_from": args.lead_from, "judge_frames": args.judge_frames,
               "judge": f"frame judge (rlvr_envs.video.pusht.judge) in both simulators, success = judged "
                        f"coverage > {args.success_coverage}"
                        + (", real frames read through the learned simulator's tokenizer" if view else "")
