@@ -13,10 +13,11 @@ block first covers the goal past `--success-coverage`, so a start asks a policy 
 real simulator starts from the physics state, the learned one from the recorded frames and
 actions that led to it (`--start-from history`: the context it was trained on, and the
 velocities the physics state holds) or from the start frame alone (`frame`: the agent standing
-still, a context the real state contradicts when its agent or block was moving). Writes OUT/results.json
-(per-policy success in both simulators, Pearson and MMRV, and two probes: how far the learned
-simulator moves a block nothing touches, and how far its agent follows a target) and
-OUT/gifs/<policy>.gif (real rollout beside the learned simulator's) for the first start.
+still, a context the real state contradicts when its agent or block was moving). Writes
+OUT/results.json (per-policy success in both simulators, Pearson and MMRV, and two probes: how
+far the learned simulator moves a block nothing touches, and how far its agent follows a
+target) and OUT/gifs/<policy>.gif (real rollout beside the learned simulator's) for the first
+start.
 """
 
 from __future__ import annotations
@@ -35,8 +36,8 @@ from rlvr_envs.core.paths import ASSETS
 #: the learned simulator used without --model: the sweep model after more MLE on `waypoint` data, the
 #: steadiest ranking of the recipe's policies measured (Pearson 0.79 at 40 starts against the sweep
 #: model's 0.64 from the same starts: benchmarks/results/real2sim/recipe_defaults_waypoint_40starts and
-#: recipe_in_arena_starts_40starts; 0.93 on a second held-out set: ..._40starts_heldout_b); the MLE model of PushT-LearnedSim-v0 ranks the policy family
-#: backwards, Pearson -0.47 in real2sim/base)
+#: recipe_in_arena_starts_40starts; 0.93 on a second held-out set: ..._40starts_heldout_b); the MLE
+#: model of PushT-LearnedSim-v0 ranks the policy family backwards, Pearson -0.47 in real2sim/base)
 DEFAULT_MODEL = ASSETS / "video" / "pusht_single_step_waypoint_model"
 START_FROM = ("history", "frame")
 LEAD_FROM = ("end", "success")
