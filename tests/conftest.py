@@ -9,7 +9,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # generated data (e.g. the embedded PushT held-out set) goes to a test-only data root, kept
 # between runs so it is generated once per machine; one per pytest-xdist worker, so that two
-# workers never generate the same folder at once (a second generator is refused its lock)
+# workers never generate the same folder at once (a second generator is refused its lock). The
+# workers inherit the root the controlling process set here, so each adds its own suffix to it.
 _WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
-os.environ.setdefault("RLVR_WORLD_DATA", os.path.join(tempfile.gettempdir(),
-                                                      "rlvr_world_test_data" + (f"-{_WORKER}" if _WORKER else "")))
+_DATA = os.environ.get("RLVR_WORLD_DATA") or os.path.join(tempfile.gettempdir(), "rlvr_world_test_data")
+os.environ["RLVR_WORLD_DATA"] = _DATA + (f"-{_WORKER}" if _WORKER else "")

@@ -423,3 +423,14 @@ def test_an_episode_ends_at_the_step_that_pushes_the_block_out_of_the_arena(tmp_
     with pytest.raises(DataError, match="add --keep-escaped-blocks to finish it as it was made"):
         pusht.run_data_command(parser.parse_args(argv))
     assert pusht.run_data_command(parser.parse_args([*argv, "--keep-escaped-blocks"])) == 0
+
+
+def test_each_test_worker_generates_data_in_a_root_of_its_own():
+    """Two pytest-xdist workers generating the same embedded held-out set at once would refuse each
+    other's lock; each must have its own root, not the one it inherits from the controller."""
+    import os
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        pytest.skip("one test process: no worker to share a data root with (README's command runs two)")
+    assert os.environ["RLVR_WORLD_DATA"].endswith(f"-{worker}")
