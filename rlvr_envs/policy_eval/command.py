@@ -36,8 +36,9 @@ from rlvr_envs.core.paths import ASSETS
 #: the learned simulator used without --model: the sweep model after more MLE on `waypoint` data, the
 #: steadiest ranking of the recipe's policies measured (Pearson 0.79 at 40 starts against the sweep
 #: model's 0.64 from the same starts: benchmarks/results/real2sim/recipe_defaults_waypoint_40starts and
-#: recipe_in_arena_starts_40starts; 0.93 on a second held-out set: ..._40starts_heldout_b); the MLE
-#: model of PushT-LearnedSim-v0 ranks the policy family backwards, Pearson -0.47 in real2sim/base)
+#: recipe_in_arena_starts_40starts; 0.93 on a second held-out set: ..._40starts_heldout_b; 0.84 at 80
+#: starts: recipe_defaults_waypoint_80starts); the MLE model of PushT-LearnedSim-v0 ranks the policy
+#: family backwards, Pearson -0.47 in real2sim/base)
 DEFAULT_MODEL = ASSETS / "video" / "pusht_single_step_waypoint_model"
 START_FROM = ("history", "frame")
 LEAD_FROM = ("end", "success")
