@@ -401,12 +401,13 @@ def test_starts_count_the_lead_back_from_the_step_the_block_first_passes_the_bar
     physics[:reached, 4] = GOAL_POSE[0] - np.linspace(150, 10, reached)  # slid onto the goal at step `reached`
     coverage = [goal_coverage(state) for state in physics]
     assert coverage[reached - 1] < 0.8 < coverage[reached]
-    pushed = SimpleNamespace(success=True, physics=physics)
+    pushed = SimpleNamespace(success=True, physics=physics, coverage=np.array(coverage))  # as the env recorded it
     (start,) = real2sim_starts([pushed], 1, lead=10, success_coverage=0.8)
     assert start["physics"][4] == physics[reached - 10, 4] and goal_coverage(start["physics"]) < 0.8
     (from_end,) = real2sim_starts([pushed], 1, lead=10)
     assert goal_coverage(from_end["physics"]) > 0.95  # the default anchor: at the goal already
-    short = SimpleNamespace(success=False, physics=physics[:reached])  # never past the bar: from its end
+    # an episode that never passes the bar: from its end
+    short = SimpleNamespace(success=False, physics=physics[:reached], coverage=np.array(coverage[:reached]))
     (unfinished,) = real2sim_starts([short], 1, lead=10, success_coverage=0.8)
     assert unfinished["physics"][4] == physics[reached - 11, 4]
 

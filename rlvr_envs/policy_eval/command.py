@@ -118,18 +118,15 @@ def real2sim_starts(episodes, count: int, lead: int, seed: int = 0, history: int
     arena by then are passed over (`block_in_arena`): no policy can act on a block out of
     the frame, and a learned simulator cannot see one."""
     from rlvr_envs.core.errors import DataError
-    from rlvr_envs.video.pusht.physics import block_in_arena, goal_coverage
+    from rlvr_envs.video.pusht.physics import block_in_arena
 
     rng = np.random.default_rng(seed)
     back = (history - 1) * frame_skip
 
     def anchor(episode) -> int:
-        """The step `lead` counts back from."""
-        if success_coverage is not None:
-            for t, state in enumerate(np.asarray(episode.physics)):
-                if goal_coverage(state) > success_coverage:
-                    return t
-        return len(episode.physics) - 1
+        """The step `lead` counts back from (the episode records the env's coverage at every step)."""
+        passed = np.flatnonzero(np.asarray(episode.coverage) > success_coverage) if success_coverage is not None else []
+        return int(passed[0]) if len(passed) else len(episode.physics) - 1
 
     anchors = [anchor(episode) for episode in episodes]
 
