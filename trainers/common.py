@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
+import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rlvr_envs.core.arguments import ENV_KWARGS_HELP
 
@@ -45,17 +47,20 @@ def run_state(out: str | Path) -> tuple[str, str]:
     return "none", ""
 
 
-def check_run_folder(out: str, resume: bool, continue_with: str = "") -> None:
+def check_run_folder(out: str, resume: bool, continue_with: str = "", settings: Any = None) -> None:
     """Before any work: `out` can be written, and `--resume` agrees with what `out` holds.
     A finished run is never trained over or extended in place, so no rerun can lose its final
     model: it is refused, naming `continue_with` (the trainer's flag that starts a new run from
-    a saved model, e.g. "--model"). A started run needs `--resume`, and `--resume` needs one."""
+    a saved model, e.g. "--model"). A started run needs `--resume`, and `--resume` needs one, with
+    the settings it started with (`settings`, the trainer's arguments: `check_resume_settings`)."""
     from rlvr_envs.core.arguments import output_dir
+    from rlvr_envs.core.files import check_not_in_use
 
     try:
         output_dir(out)
     except argparse.ArgumentTypeError as error:
         raise ValueError(f"argument --out: {error}") from None
+    check_not_in_use(out)  # a run writing there now: say so, not what its files look like mid-run
     state, evidence = run_state(out)
     if state == "finished":
         final = Path(out) / "final" if (Path(out) / "final").is_dir() else Path(out)
@@ -69,6 +74,69 @@ def check_run_folder(out: str, resume: bool, continue_with: str = "") -> None:
     if state == "none" and resume:
         raise ValueError(f"--resume: {out} holds no run to continue (no log.jsonl or checkpoint); drop --resume "
                          f"to start one there")
+    if state == "unfinished" and settings is not None:
+        check_resume_settings(settings)
+
+
+#: settings a resumed run may change: how long, where and how fast it runs, never what it learns
+RESUMABLE_SETTINGS = frozenset({"out", "resume", "steps", "max_seconds", "threads", "device", "precision", "bf16",
+                                "fp32", "no_compile", "micro_batch", "generation_batch", "logging", "eval_every",
+                                "checkpoint_every", "use_vllm", "vllm_mode", "vllm_server_host", "vllm_server_port",
+                                "vllm_gpu_memory_utilization"})
+#: where a run records the settings it started with, for `--resume` to compare against
+SETTINGS_FILE = "settings.json"
+
+
+def owns_run_folder(continue_with: str = "") -> Callable[[Callable], Callable]:
+    """Decorate a trainer's entry `fn(args)`: it runs holding `args.out`'s lock (`OutputLock`, the
+    lock `data pusht` takes), so a second writer is refused in one line instead of interleaving
+    logs; under the lock the folder is checked again (`check_run_folder`: the first run may have
+    finished meanwhile), and `--resume` refuses settings that would change the run
+    (`check_resume_settings`). Ranks other than 0 of a distributed run only call `fn`."""
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def run(args: Any, *rest: Any, **kwargs: Any) -> Any:
+            from rlvr_envs.core.files import _HELD, OutputLock, write_json_atomic
+
+            out = Path(args.out)
+            if os.environ.get("RANK", "0") != "0" or out.resolve() in _HELD:
+                return fn(args, *rest, **kwargs)
+            with OutputLock(out, command_line(program_name(fn.__module__), args)):
+                check_run_folder(args.out, args.resume, continue_with, args)
+                if not args.resume:
+                    write_json_atomic(out / SETTINGS_FILE, settings_record(args))
+                return fn(args, *rest, **kwargs)
+        return run
+    return decorate
+
+
+def settings_record(args: Any) -> dict[str, Any]:
+    """A trainer's arguments as the JSON `SETTINGS_FILE` holds (tuples as lists, paths as text)."""
+    from rlvr_envs.core.files import strict_json
+
+    return strict_json(json.loads(json.dumps(dataclasses.asdict(args), default=str)))
+
+
+def check_resume_settings(args: Any) -> None:
+    """A fresh run records its settings in `OUT/settings.json` (`owns_run_folder`); a resumed one must
+    match them but for `RESUMABLE_SETTINGS`, else `ValueError` naming each changed setting (the
+    restored optimizer and data order would keep the old ones while the card claimed the new).
+    A run started before the file existed is not checked."""
+    from rlvr_envs.core.files import read_json
+
+    path = Path(args.out) / SETTINGS_FILE
+    if not path.is_file():
+        return
+    before, now = read_json(path, "the run's settings", "delete it to resume without the check"), \
+        settings_record(args)
+    changed = [name for name, value in now.items()
+               if name not in RESUMABLE_SETTINGS and isinstance(before, dict) and name in before
+               and before[name] != value]
+    if changed:
+        flag = lambda name: f"--{name.replace('_', '-')}"  # noqa: E731
+        said = ", ".join(f"{flag(n)} {before[n]!r} (now {now[n]!r})" for n in changed)
+        raise ValueError(f"--resume: {args.out} was started with {said}; resume with the settings it started "
+                         f"with, or start a new run in another --out")
 
 
 def resume_flags(out: str | Path) -> list[str]:
@@ -179,10 +247,34 @@ def validated(parser: argparse.ArgumentParser, args: Any) -> Any:
 
 def parse_dataclass_args(cls: type, description: str, argv: list[str] | None = None) -> Any:
     """`cls(**parsed)` from the command line (see `add_dataclass_arguments`), validated (`validated`)."""
-    parser = argparse.ArgumentParser(description=description,
+    parser = argparse.ArgumentParser(prog=program_name(cls.__module__), description=description,
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_dataclass_arguments(parser, cls)
     return validated(parser, dataclass_from_namespace(cls, parser.parse_args(argv)))
+
+
+def program_name(module: str) -> str:
+    """`python -m trainers.X` as the user typed it (the module run as `__main__`, else `module`)."""
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return f"python -m {spec.name if spec is not None and spec.name.startswith('trainers.') else module}"
+
+
+def run_command(main: Callable[[Any], Any], parse_args: Callable[[], Any]) -> None:
+    """`main(parse_args())` as a command: what only the work finds (another run taking --out first, a
+    broken data file) ends as one line and exit 1, Ctrl-C as one line and exit 130, never a traceback."""
+    from rlvr_envs.core.errors import DataError
+
+    args = parse_args()
+    program = program_name(main.__module__)
+    try:
+        main(args)
+    except DataError as error:
+        print(f"{program}: error: {str(error).splitlines()[0]}", file=sys.stderr)
+        sys.exit(1)
+    except KeyboardInterrupt:
+        again = "rerun the same command with --resume to continue" if hasattr(args, "resume") else "rerun it"
+        print(f"{program}: interrupted; {again}", file=sys.stderr)
+        sys.exit(130)
 
 
 def command_line(program: str, args: Any) -> str:

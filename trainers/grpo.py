@@ -14,31 +14,18 @@ carry no loss, which TRL's generation cannot do. Language ids run TRL's `GRPOTra
 
 from __future__ import annotations
 
-from trainers.common import parse_dataclass_args
+from trainers.common import parse_dataclass_args, run_command
 from trainers.grpo_config import GRPOConfig
 
 
 def main(args: GRPOConfig) -> dict:
     from rlvr_envs.registration import entry
 
-    args.validate()
+    args.validate()  # also the flags that belong to one modality only
     if entry(args.env_id).modality == "video":
-        if args.use_vllm:
-            raise ValueError("--use-vllm is for language tasks (TRL's GRPOTrainer); video GRPO generates with its "
-                             "own KV-cached sampler, which forces the given action tokens")
-        if args.balance or args.changed_only or args.prompts:
-            raise ValueError("--balance, --changed-only and --prompts are for language tasks (changed vs "
-                             "unchanged transitions, filtered prompts); video windows have no such split")
         from trainers.grpo_video import train
 
         return train(args)
-    if args.video_prompts:
-        raise ValueError("--video-prompts is for video tasks (trainers.rollout_prompts files)")
-    if args.generation_batch:
-        raise ValueError("--generation-batch is for video tasks (language generation is TRL's)")
-    if args.device.startswith("cuda:"):
-        raise ValueError(f"--device {args.device}: language GRPO runs on TRL, which places the model itself; pick "
-                         f"the GPU with CUDA_VISIBLE_DEVICES={args.device.partition(':')[2]} and --device cuda")
     from trainers.grpo_language import train
 
     return train(args)
@@ -49,4 +36,4 @@ def parse_args(argv: list[str] | None = None) -> GRPOConfig:
 
 
 if __name__ == "__main__":
-    main(parse_args())
+    run_command(main, parse_args)

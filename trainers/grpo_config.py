@@ -97,7 +97,8 @@ class GRPOConfig:
         if sum(map(bool, (self.balance, self.changed_only, self.prompts))) > 1:
             raise ValueError("--balance, --changed-only and --prompts exclude each other (each picks the training "
                              "prompts)")
-        if self.prompts and modality != "video":  # (video refuses --prompts in trainers.grpo.main)
+        self.check_modality(modality)
+        if self.prompts and modality != "video":
             from trainers.prompt_filter import load_prompt_file
 
             for path in self.prompts:
@@ -107,8 +108,29 @@ class GRPOConfig:
 
             check_model_source(self.model, "model (--model)")
         self.kwargs()  # malformed key=value pairs fail here, before any work
-        check_run_folder(self.out, self.resume, "--model")
+        check_run_folder(self.out, self.resume, "--model", self)
         return self
+
+    def check_modality(self, modality: str) -> None:
+        """Flags of the other modality's trainer, and language GRPO without a model to start from."""
+        if modality == "video":
+            if self.use_vllm:
+                raise ValueError("--use-vllm is for language tasks (TRL's GRPOTrainer); video GRPO generates with "
+                                 "its own KV-cached sampler, which forces the given action tokens")
+            if self.balance or self.changed_only or self.prompts:
+                raise ValueError("--balance, --changed-only and --prompts are for language tasks (changed vs "
+                                 "unchanged transitions, filtered prompts); video windows have no such split")
+            return
+        if not self.model:
+            raise ValueError("language GRPO starts from a trained model: pass --model (a save_pretrained directory "
+                             "or hub id, e.g. the out/final of `python -m trainers.sft --from-scratch ...`)")
+        if self.video_prompts:
+            raise ValueError("--video-prompts is for video tasks (trainers.rollout_prompts files)")
+        if self.generation_batch:
+            raise ValueError("--generation-batch is for video tasks (language generation is TRL's)")
+        if self.device.startswith("cuda:"):
+            raise ValueError(f"--device {self.device}: language GRPO runs on TRL, which places the model itself; "
+                             f"pick the GPU with CUDA_VISIBLE_DEVICES={self.device.partition(':')[2]} and --device cuda")
 
     def kwargs(self) -> dict[str, Any]:
         """`env_kwargs` as a dict: `reward=mae size=40` -> {"reward": "mae", "size": 40}."""

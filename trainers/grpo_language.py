@@ -48,6 +48,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trainers.common import owns_run_folder
 from trainers.grpo_config import GRPOConfig
 
 
@@ -63,10 +64,7 @@ def build(args: GRPOConfig) -> dict[str, Any]:
     from trainers.sft import (check_vocabulary, device_kwargs, last_checkpoint, model_tokenizer_kwargs,
                               report_to, split_kwargs)
 
-    args.validate()
-    if not args.model:
-        raise ValueError("language GRPO starts from a trained model: pass --model (a save_pretrained directory or "
-                         "hub id, e.g. the out/final of `python -m trainers.sft --from-scratch ...`)")
+    args.validate()  # refuses a missing --model too
     world = int(os.environ.get("WORLD_SIZE", "1"))
     batch = args.prompts_per_step * args.group_size
     if batch % world:
@@ -122,6 +120,7 @@ def vllm_kwargs(args: GRPOConfig) -> dict[str, Any]:
     return out
 
 
+@owns_run_folder("--model")
 def train(args: GRPOConfig) -> dict[str, Any]:
     import torch
     from trl import GRPOTrainer, RLOOTrainer

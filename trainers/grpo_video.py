@@ -40,7 +40,7 @@ import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
 from rlvr_envs.core.groups import group_advantages
-from trainers.common import RESUME_REMEDY, adamw, command_line, lora_config, resume_line
+from trainers.common import RESUME_REMEDY, adamw, command_line, lora_config, owns_run_folder, resume_line
 
 #: seed of the PushT episodes GRPO trains on when no data_dir is given (held-out set: 10000)
 TRAIN_EPISODES_SEED = 20_000
@@ -220,6 +220,7 @@ def find_checkpoint(out: Path) -> Path | None:
 
 
 # -- the loop ----------------------------------------------------------------------------
+@owns_run_folder("--model")
 def train(args) -> dict:
     from tqdm.auto import tqdm
 

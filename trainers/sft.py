@@ -42,7 +42,8 @@ import numpy as np
 
 from rlvr_envs.core.files import check_model_source
 from rlvr_envs.core.arguments import parse_env_kwargs
-from trainers.common import check_ranges, check_run_folder, lora_config, parse_dataclass_args
+from trainers.common import (check_ranges, check_run_folder, lora_config, owns_run_folder, parse_dataclass_args,
+                             run_command)
 
 #: from-scratch LLaMA sizes for text world models (compare rlvr_envs.video.world_model.PRESETS)
 TEXT_PRESETS: dict[str, dict[str, int]] = {
@@ -107,7 +108,7 @@ class Args:
         if self.model:
             check_model_source(self.model, "model (--model)")
         self.kwargs()
-        check_run_folder(self.out, self.resume, "--model")
+        check_run_folder(self.out, self.resume, "--model", self)
         return self
 
     def kwargs(self) -> dict[str, Any]:
@@ -296,6 +297,7 @@ def sft_config(args: Args, longest: int | None = None):
         dataset_num_proc=None, dataloader_num_workers=0, **device_kwargs(args.fp32))
 
 
+@owns_run_folder("--model")
 def main(args: Args) -> dict[str, Any]:
     import torch
     from trl import SFTTrainer
@@ -381,4 +383,4 @@ def parse_args(argv: list[str] | None = None) -> Args:
 
 
 if __name__ == "__main__":
-    main(parse_args())
+    run_command(main, parse_args)

@@ -37,7 +37,8 @@ import numpy as np
 import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
-from trainers.common import RESUME_REMEDY, adamw, check_ranges, check_run_folder, parse_dataclass_args, resume_line
+from trainers.common import (RESUME_REMEDY, adamw, check_ranges, check_run_folder, owns_run_folder,
+                             parse_dataclass_args, resume_line, run_command)
 from trainers.train_frame_tokenizer import foreground_weight, load_episode_frames
 
 
@@ -77,7 +78,7 @@ class Args:
         from rlvr_envs.core.device import resolve_device
 
         resolve_device(self.device)  # an absent or malformed device fails before any work
-        check_run_folder(self.out, self.resume)
+        check_run_folder(self.out, self.resume, "", self)
         return self
 
 
@@ -127,6 +128,7 @@ def _perceptual(weight: float, device: torch.device | str = "cpu"):
     return lpips, f"LPIPS (vgg) x {weight}"
 
 
+@owns_run_folder()
 def main(args: Args) -> dict:
     from tqdm.auto import tqdm
 
@@ -257,4 +259,4 @@ def parse_args(argv: list[str] | None = None) -> Args:
 
 
 if __name__ == "__main__":
-    main(parse_args())
+    run_command(main, parse_args)

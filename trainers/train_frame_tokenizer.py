@@ -38,7 +38,8 @@ import numpy as np
 import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
-from trainers.common import RESUME_REMEDY, adamw, check_ranges, check_run_folder, parse_dataclass_args, resume_line
+from trainers.common import (RESUME_REMEDY, adamw, check_ranges, check_run_folder, owns_run_folder,
+                             parse_dataclass_args, resume_line, run_command)
 
 
 @dataclass
@@ -86,7 +87,7 @@ class Args:
         if size is not None and any(v % self.downsample for v in size):
             raise ValueError(f"--resolution {self.resolution}: both sides must be multiples of --downsample "
                              f"{self.downsample}")
-        check_run_folder(self.out, self.resume)
+        check_run_folder(self.out, self.resume, "", self)
         return self
 
     def frame_size(self) -> tuple[int, int] | None:
@@ -175,6 +176,7 @@ def evaluate(model, frames: np.ndarray) -> dict[str, float]:
     return result
 
 
+@owns_run_folder()
 def main(args: Args) -> dict:
     from tqdm.auto import tqdm
 
@@ -272,4 +274,4 @@ def parse_args(argv: list[str] | None = None) -> Args:
 
 
 if __name__ == "__main__":
-    main(parse_args())
+    run_command(main, parse_args)

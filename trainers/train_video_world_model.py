@@ -42,7 +42,8 @@ import numpy as np
 import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file, strict_json
-from trainers.common import RESUME_REMEDY, adamw, check_ranges, check_run_folder, parse_dataclass_args, resume_line
+from trainers.common import (RESUME_REMEDY, adamw, check_ranges, check_run_folder, owns_run_folder,
+                             parse_dataclass_args, resume_line, run_command)
 
 
 @dataclass
@@ -96,7 +97,7 @@ class Args:
         if not (Path(self.tokenizer) / "config.json").is_file():
             raise FileNotFoundError(f"--tokenizer {self.tokenizer}: no frame tokenizer there (expected its config.json; "
                                     "python -m trainers.train_frame_tokenizer makes one)")
-        check_run_folder(self.out, self.resume, "--init")
+        check_run_folder(self.out, self.resume, "--init", self)
         return self
 
 
@@ -196,6 +197,7 @@ def evaluate(model, task, windows: list[int], seed: int, top_k: int = 100, batch
     return report
 
 
+@owns_run_folder("--init")
 def main(args: Args) -> dict:
     from tqdm.auto import tqdm
     from transformers import LlamaForCausalLM
@@ -341,4 +343,4 @@ def parse_args(argv: list[str] | None = None) -> Args:
 
 
 if __name__ == "__main__":
-    main(parse_args())
+    run_command(main, parse_args)

@@ -433,6 +433,28 @@ class OutputInUse(DataError):
     """Another live run holds the output folder's lock."""
 
 
+#: folders whose lock this process holds: a second `acquire` of one here would conflict with itself
+_HELD: set[Path] = set()
+
+
+def check_not_in_use(folder: str | os.PathLike) -> None:
+    """Raise `OutputInUse` naming the holder when another live run holds `folder`'s lock; takes
+    nothing (a check before a run's own arguments are validated, so the refusal names the real cause)."""
+    lock = OutputLock(folder, "")
+    if lock.folder.resolve() in _HELD or fcntl is None or not lock.path.is_file():
+        return
+    try:
+        descriptor = os.open(lock.path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        raise lock._refuse() from None
+    finally:
+        os.close(descriptor)
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -492,6 +514,7 @@ class OutputLock:
                 os.close(descriptor)
                 raise self._refuse()
         self._descriptor = descriptor
+        _HELD.add(self.folder.resolve())
         self.info = {"pid": os.getpid(), "command": self.command, "workers": [],
                      "started": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
         self._write()
@@ -517,6 +540,7 @@ class OutputLock:
                 self._write()
             os.close(self._descriptor)  # closing drops the flock (workers' copies are gone by now)
             self._descriptor = None
+            _HELD.discard(self.folder.resolve())
 
     def __enter__(self) -> "OutputLock":
         return self.acquire()
