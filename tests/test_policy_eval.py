@@ -3,12 +3,15 @@ frame judge against the real env on real frames, the policy adapter, and a small
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+import sys
 
 import numpy as np
 import pytest
 
+from rlvr_envs.core.errors import DataError
 from tests.samples import shared_data_or_skip
 
 
@@ -509,10 +512,75 @@ def test_the_recipes_real2sim_table_quotes_the_committed_runs():
 @pytest.mark.parametrize("spec, says", [("no_colon", "expected MODULE:NAME"),
                                         ("no_such_module_here:f", "cannot import no_such_module_here"),
                                         ("json:no_such_name", "json has no no_such_name"),
-                                        ("math:pi", "cannot use float as a policy")])
+                                        ("math:pi", "comes from Python's math module"),
+                                        ("builtins:exec", "comes from Python's builtins module"),
+                                        ("os:system", "comes from Python's os module"),
+                                        ("os.path:join", "comes from Python's os.path module")])
 def test_bad_policy_specs_are_one_line(spec, says):
     from rlvr_envs.policy_eval.policies import load_policy
 
     with pytest.raises(ValueError, match=re.escape(says)) as caught:
         load_policy(spec)
     assert "\n" not in str(caught.value) and spec in str(caught.value)
+
+
+def test_a_raising_or_junk_policy_is_one_line_a_failed_rollout_and_a_rerun_resumes(tmp_path, monkeypatch, capsys):
+    """A user's policy that raises or returns junk ends neither the run nor its finished rollouts:
+    one line each (policy, start, error), failed rollouts in results.json; with `--on-policy-error
+    stop` one line and exit 1, the finished rollouts kept in rollouts.jsonl and reused by a rerun."""
+    import json
+
+    pytest.importorskip("torch")
+    from rlvr_envs.cli import main
+
+    (tmp_path / "mypol.py").write_text("def raises(image):\n    raise ValueError('broken policy')\n\n"
+                                       "def junk(image):\n    return 'left'\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    budget = ["policy-eval", "--starts", "2", "--heldout-episodes", "2", "--max-steps", "2", "--noise", "0",
+              "--threads", "1", "--out", str(tmp_path / "pe")]
+    assert main([*budget, "--policy", "mypol:raises", "--policy", "mypol:junk"]) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "policy raises raised ValueError: broken policy at chunk 1 from start 1 in the real simulator" in err
+    assert "policy junk returned str, not an action, at chunk 1" in err
+    report = json.loads((tmp_path / "pe" / "results.json").read_text())
+    rows = {row["policy"]: row for row in report["policies"]}
+    assert rows["raises"]["failed_rollouts"] == 4 and rows["raises"]["real_success"] == 0.0
+    assert rows["expert_noise0"]["failed_rollouts"] == 0
+    failed = [r for r in report["rollouts"] if r["error"]]
+    assert len(failed) == 8 and {r["policy"] for r in failed} == {"raises", "junk"}
+
+    (tmp_path / "pe" / "results.json").unlink()
+    assert main([*budget, "--policy", "mypol:raises", "--policy", "mypol:junk", "--on-policy-error", "stop"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "the 8 finished rollouts are kept in" in err.strip().splitlines()[-1]
+    assert not (tmp_path / "pe" / "results.json").exists()
+
+    (tmp_path / "mypol.py").write_text("import numpy as np\n\ndef raises(image):\n    return np.full(2, 256.0)\n\n"
+                                       "def junk(image):\n    return np.full(2, 256.0)\n", encoding="utf-8")
+    sys.modules.pop("mypol", None)
+    lines = (tmp_path / "pe" / "rollouts.jsonl").read_text().splitlines()
+    assert main([*budget, "--policy", "mypol:raises", "--policy", "mypol:junk"]) == 0  # resumes: 8 kept, 8 run
+    again = json.loads((tmp_path / "pe" / "results.json").read_text())
+    assert not any(r["error"] for r in again["rollouts"]) and len(again["rollouts"]) == 16
+    kept = [json.loads(line) for line in lines[1:] if not json.loads(line)["error"]]
+    assert again["rollouts"][:8] == kept  # the finished ones read back, not run again
+    with pytest.raises(DataError, match="holds the rollouts of a run with other settings \\(--starts\\)"):
+        from rlvr_envs.policy_eval.command import RolloutLog
+
+        RolloutLog(tmp_path / "pe" / "rollouts.jsonl", argparse.Namespace(**{**json.loads(lines[0])["settings"],
+                                                                             "starts": 3}))
+
+
+def test_a_policy_module_that_raises_on_import_or_construction_is_one_line(tmp_path, monkeypatch):
+    from rlvr_envs.policy_eval.policies import load_policy
+
+    (tmp_path / "broken_on_import.py").write_text("raise RuntimeError('no GPU here')\n", encoding="utf-8")
+    (tmp_path / "broken_class.py").write_text("class Policy:\n    def __init__(self):\n        1 / 0\n",
+                                              encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match=r"importing broken_on_import raised RuntimeError: no GPU here$"):
+        load_policy("broken_on_import:f")
+    with pytest.raises(ValueError, match=r"building Policy\(\) raised ZeroDivisionError: division by zero$"):
+        load_policy("broken_class:Policy")

@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
 from rlvr_envs.core.arguments import at_least, existing_dir, number_list, open_fraction, output_dir, real_at_least
-from rlvr_envs.core.files import strict_json
+from rlvr_envs.core.files import OutputLock, atomic_writer, json_line, remove_stale_temporaries, strict_json
 from rlvr_envs.core.paths import ASSETS
+from rlvr_envs.policy_eval.real2sim import ON_POLICY_ERROR
 
 #: the learned simulator used without --model: the sweep model after more MLE on `waypoint` data, the
 #: steadiest ranking of the recipe's policies measured (Pearson 0.79 at 40 starts against the sweep
@@ -87,7 +89,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="world-model sampling temperature (0: greedy)")
     parser.add_argument("--seed", type=at_least(0), default=0, help="seed of the starts and the policies")
     parser.add_argument("--threads", type=at_least(1), default=None, help="torch threads (None: torch's default)")
-    parser.add_argument("--out", type=output_dir, required=True, help="output folder (results.json, gifs/)")
+    parser.add_argument("--on-policy-error", default="record", choices=ON_POLICY_ERROR,
+                        help="a policy that raises or returns no action: 'record' the rollout as failed (said in "
+                             "one line, kept in results.json) and go on, 'skip' the policy, or 'stop' (the finished "
+                             "rollouts stay in OUT/rollouts.jsonl; rerun to resume)")
+    parser.add_argument("--out", type=output_dir, required=True,
+                        help="output folder (results.json, gifs/, rollouts.jsonl: each finished rollout, which a "
+                             "rerun of the same command resumes from)")
     from rlvr_envs.core.device import add_device_argument
 
     add_device_argument(parser)  # last: recorded commands keep their order
@@ -158,10 +166,11 @@ def real2sim_starts(episodes, count: int, lead: int, seed: int = 0, history: int
 
 def run(args: argparse.Namespace) -> int:
     import torch
+    from tqdm.auto import tqdm
 
     from rlvr_envs.core.records import recorded_command
     from rlvr_envs.policy_eval.policies import load_policy, pusht_policy_family
-    from rlvr_envs.policy_eval.real2sim import evaluate, metric_text, probe_sentences
+    from rlvr_envs.policy_eval.real2sim import PolicyError, evaluate
     from rlvr_envs.simulators import LearnedPushTSim, PushTChunkEnv
     from rlvr_envs.video.gif import save_gif
     from rlvr_envs.video.pusht import PushTEpisodeDataset
@@ -191,13 +200,92 @@ def run(args: argparse.Namespace) -> int:
                              success_coverage=args.success_coverage if args.lead_from == "success" else None)
     real = PushTChunkEnv(resolution=learned.resolution[0])
     view = learned.reconstruct if args.judge_frames == "reconstructed" else None
-    result = evaluate(policies, learned, real, starts, args.max_steps, args.success, record=1, progress=True,
-                      success_coverage=args.success_coverage, view=view)
     out = Path(args.out)
-    for policy in {r.policy for r in result["rollouts"]}:
-        pair = [r.frames for r in result["rollouts"] if r.policy == policy and r.frames is not None]
-        if len(pair) == 2:
-            save_gif(out / "gifs" / f"{policy}.gif", [pair[1], pair[0]])  # real | learned
+    with OutputLock(out, recorded_command("rlvr-world policy-eval", args)):
+        remove_stale_temporaries(out)
+        log = RolloutLog(out / ROLLOUTS, args)
+        pairs: dict[str, list] = {}
+
+        def keep(rollout) -> None:  # saved as it finishes; the first start's pair as a GIF (real | learned)
+            log.append(rollout)
+            if rollout.frames is not None:
+                pairs.setdefault(rollout.policy, []).append(rollout.frames)
+                if len(pairs[rollout.policy]) == 2:
+                    save_gif(out / "gifs" / f"{rollout.policy}.gif", pairs[rollout.policy][::-1])
+
+        try:
+            result = evaluate(policies, learned, real, starts, args.max_steps, args.success, record=1, progress=True,
+                              success_coverage=args.success_coverage, view=view, on_policy_error=args.on_policy_error,
+                              done=log.done, on_rollout=keep, warn=lambda line: tqdm.write(line, file=sys.stderr))
+        except PolicyError as exc:
+            print(f"rlvr-world policy-eval: error: {exc}; the {len(log.done) + log.added} finished rollouts are "
+                  f"kept in {log.path}: fix the policy and rerun the same command to resume", file=sys.stderr)
+            return 1
+        finally:
+            log.close()
+        write_results(out, args, learned, data, view, result)
+    report_table(result, starts)
+    return 0
+
+
+#: each finished rollout of a run, one JSON line, after a first line with the run's settings
+ROLLOUTS = "rollouts.jsonl"
+#: arguments that do not change a rollout (a rerun with other values resumes the same run)
+NOT_RESULTS = ("out", "threads", "device", "on_policy_error", "func", "command", "check")
+
+
+class RolloutLog:
+    """`OUT/rollouts.jsonl`: the rollouts finished so far (`done`, read back when the file holds the
+    same run's settings), each new one appended and flushed as it finishes, so an interrupted or
+    failed run loses none. A file of other settings is refused in one line, never mixed in."""
+
+    def __init__(self, path: Path, args: argparse.Namespace):
+        from rlvr_envs.core.errors import DataError
+        from rlvr_envs.core.files import loads_json
+        from rlvr_envs.policy_eval.real2sim import Rollout
+
+        self.path, self.added, self.done = path, 0, []
+        settings = strict_json({k: v for k, v in sorted(vars(args).items()) if k not in NOT_RESULTS})
+        settings = json.loads(json.dumps(settings, default=str))
+        lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+        if lines:
+            first = loads_json(lines[0], f"{path}:1", "the rollout log's settings")
+            before = first.get("settings") if isinstance(first, dict) else None
+            if before != settings:
+                changed = sorted(k for k in set(before or {}) | set(settings)
+                                 if (before or {}).get(k) != settings.get(k))
+                raise DataError(f"{path} holds the rollouts of a run with other settings ("
+                                f"{', '.join('--' + k.replace('_', '-') for k in changed) or 'unreadable'}); rerun "
+                                f"with those, or choose another --out")
+            for number, line in enumerate(lines[1:], start=2):
+                try:
+                    rollout = Rollout(**json.loads(line))
+                except (ValueError, TypeError):  # the last line of a killed run, half written
+                    lines = lines[:number - 1]
+                    break
+                if rollout.error is None:  # a failed one is run again: its policy may be fixed by now
+                    self.done.append(rollout)
+        with atomic_writer(path, "w") as handle:  # rewritten whole: a half line of a killed run dropped
+            handle.write("".join(line + "\n" for line in lines) if lines else
+                         json.dumps({"settings": settings}) + "\n")
+        self._handle = None
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+
+    def append(self, rollout) -> None:
+        if self._handle is None:
+            self._handle = self.path.open("a", encoding="utf-8")
+        self._handle.write(json_line({k: v for k, v in vars(rollout).items() if k != "frames"}))
+        self._handle.flush()
+        self.added += 1
+
+
+def write_results(out: Path, args: argparse.Namespace, learned, data, view, result: dict) -> None:
+    """OUT/results.json: the run's settings, per-policy rows, summary and every rollout."""
+    from rlvr_envs.core.records import recorded_command
+
     report = {"command": recorded_command("rlvr-world policy-eval", args),
               "model": learned.model_name, "time": time.strftime("%Y-%m-%d %H:%M"), "data": str(data),
               "start_from": args.start_from, "lead_from": args.lead_from, "judge_frames": args.judge_frames,
@@ -207,8 +295,14 @@ def run(args: argparse.Namespace) -> int:
                        + "; real_env_success is the real env's own coverage over the same bar",
               "policies": result["policies"], "summary": result["summary"],
               "rollouts": [{k: v for k, v in vars(r).items() if k != "frames"} for r in result["rollouts"]]}
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(strict_json(report), indent=2, default=float) + "\n")  # NaN: null
+    with atomic_writer(out / "results.json", "w") as handle:
+        handle.write(json.dumps(strict_json(report), indent=2, default=float) + "\n")  # NaN: null
+
+
+def report_table(result: dict, starts: list) -> None:
+    """The per-policy table, the metrics and the probes' sentences, printed."""
+    from rlvr_envs.policy_eval.real2sim import metric_text, probe_sentences
+
     print(f"{'policy':<20} {'learned':>8} {'real':>8} {'real env':>9}")
     for row in result["policies"]:
         print(f"{row['policy']:<20} {row['learned_success']:>8.2f} {row['real_success']:>8.2f} "
@@ -220,4 +314,3 @@ def run(args: argparse.Namespace) -> int:
         print(sentence)
     if s.get("pearson_undefined"):
         print(f"Pearson is undefined: {s['pearson_undefined']}")
-    return 0

@@ -68,12 +68,28 @@ def load_policy(spec: str) -> Policy:
                          f"install it") from None
     except AttributeError:
         raise ValueError(f"--policy {spec!r}: {module} has no {attr}") from None
+    except Exception as exc:  # the user's module fails while it is imported
+        raise ValueError(f"--policy {spec!r}: importing {module} raised {_error_line(exc)}") from None
+    home = getattr(found, "__module__", None) or type(found).__module__
+    for name in (module, home):
+        if name.partition(".")[0] in sys.stdlib_module_names | {"builtins", "__main__"}:
+            raise ValueError(f"--policy {spec!r}: {attr} comes from Python's {name} module, not a policy of "
+                             f"yours; name a function or class defined in your own module")
     if isinstance(found, type):
-        found = found()
+        try:
+            found = found()
+        except Exception as exc:
+            raise ValueError(f"--policy {spec!r}: building {attr}() raised {_error_line(exc)}") from None
     try:
         return as_policy(found, name=getattr(found, "name", None) or attr)
     except TypeError as exc:
         raise ValueError(f"--policy {spec!r}: {exc}") from None
+
+
+def _error_line(exc: BaseException) -> str:
+    """An exception as one line: `ValueError: its first line`."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
 
 
 def as_policy(obj: Any, name: str | None = None) -> Policy:

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from rlvr_envs.policy_eval.metrics import RANK_METRICS, mmrv, pearson, pearson_undefined_reason, start_interval
-from rlvr_envs.policy_eval.policies import Policy, as_policy
+from rlvr_envs.policy_eval.policies import Policy, _error_line, as_policy
 from rlvr_envs.video.pusht.physics import SUCCESS_COVERAGE
 
 SUCCESS_RULES = ("any", "final")
@@ -53,6 +53,16 @@ class Rollout:
     final_coverage: float
     action_counts: dict[str, int]
     frames: np.ndarray | None = field(default=None, repr=False)
+    error: str | None = None  #: why the policy failed this rollout (it then counts as no success)
+
+
+#: what `evaluate` does when a policy raises or returns something that is not an action
+ON_POLICY_ERROR = ("record", "skip", "stop")
+
+
+class PolicyError(Exception):
+    """A policy raised, or returned something that is not an action; the message names the policy,
+    the start and the error in one line."""
 
 
 def start_options(start: Any) -> dict[str, Any]:
@@ -79,13 +89,24 @@ def run_policy(env, policy: Policy, start: Any, max_steps: int, success: str = "
 
     if success not in SUCCESS_RULES:
         raise ValueError(f"success must be one of {SUCCESS_RULES}, got {success!r}")
-    policy.reset(instruction)
+    try:
+        policy.reset(instruction)
+    except Exception as exc:
+        raise PolicyError(f"policy {policy.name}: reset raised {_error_line(exc)}") from None
     frame, info = env.reset(options=start_options(start))
     frames = [frame]
     judged = judge_frame(seen(frame, view), success_coverage) if max_steps < 1 else None  # else: each step's
     judged_any, env_any, steps, coverage = False, None, 0, 0.0
     for steps in range(1, max_steps + 1):
-        frame, _, _, _, info = env.step(policy.act(frame))
+        try:
+            action = policy.act(frame)
+        except Exception as exc:
+            raise PolicyError(f"policy {policy.name} raised {_error_line(exc)} at chunk {steps}") from None
+        try:
+            frame, _, _, _, info = env.step(action)
+        except (TypeError, ValueError) as exc:  # the env's checks of the action: not an action
+            raise PolicyError(f"policy {policy.name} returned {type(action).__name__}, not an action, at chunk "
+                              f"{steps} ({_error_line(exc)})") from None
         frames.append(frame)
         judged = judge_frame(seen(frame, view), success_coverage)
         judged_any |= judged.success
@@ -222,32 +243,66 @@ def metric_text(summary: dict[str, Any], name: str) -> str:
 
 def evaluate(policies: Sequence[Any], learned, real, starts: Sequence[Any], max_steps: int = 20,
              success: str = "any", record: int = 0, progress: bool = False,
-             success_coverage: float = SUCCESS_COVERAGE, view: Callable | None = None) -> dict[str, Any]:
+             success_coverage: float = SUCCESS_COVERAGE, view: Callable | None = None,
+             on_policy_error: str = "record", done: Sequence[Rollout] = (),
+             on_rollout: Callable[[Rollout], None] | None = None,
+             warn: Callable[[str], None] = print) -> dict[str, Any]:
     """Per-policy success in both simulators and SIMPLER's metrics (learned vs real).
 
     `record`: keep frames of the first `record` starts per policy (for GIFs). `view`: frame ->
-    the frame the judge reads, for the real simulator's frames (see the module docstring)."""
+    the frame the judge reads, for the real simulator's frames (see the module docstring).
+    `done`: rollouts an interrupted run finished, kept instead of run again; `on_rollout` gets
+    each new one as it finishes (to save it). A policy that raises or returns junk (`PolicyError`)
+    is one line to `warn`, then per `on_policy_error`: "record" it as a failed rollout (no success,
+    its `error` said) and go on, "skip" the policy (left out of the ranking), or "stop" (raise)."""
     from tqdm.auto import tqdm
 
+    if on_policy_error not in ON_POLICY_ERROR:
+        raise ValueError(f"on_policy_error must be one of {ON_POLICY_ERROR}, got {on_policy_error!r}")
     adapted = [as_policy(p) for p in policies]
+    finished = {(r.policy, r.simulator, r.start): r for r in done}
     rows, rollouts = [], []
     bar = tqdm(total=len(adapted) * len(starts) * 2, desc="real2sim", disable=not progress)
     began = time.perf_counter()
     for policy in adapted:
         per = {"learned": [], "real": [], "real_env": []}
+        mine, skipped = [], False
         for s, start in enumerate(starts):
             for name, env in (("learned", learned), ("real", real)):
-                r = run_policy(env, policy, start, max_steps, success, record=s < record,
-                               success_coverage=success_coverage, view=view if name == "real" else None)
-                r.start = s
-                rollouts.append(r)
+                r = finished.get((policy.name, type(env).__name__, s))
+                if r is None:
+                    try:
+                        r = run_policy(env, policy, start, max_steps, success, record=s < record,
+                                       success_coverage=success_coverage, view=view if name == "real" else None)
+                    except PolicyError as exc:
+                        message = f"{exc} from start {s} in the {name} simulator"
+                        if on_policy_error == "stop":
+                            bar.close()
+                            raise PolicyError(message) from None
+                        warn(f"{message}; " + ("its other rollouts are left out" if on_policy_error == "skip" else
+                                               "counted as a failed rollout"))
+                        if on_policy_error == "skip":
+                            skipped = True
+                            break
+                        r = Rollout(policy.name, type(env).__name__, s, False, None if name == "learned" else False,
+                                    0, float("nan"), {}, error=message)
+                    r.start = s
+                    if on_rollout is not None:
+                        on_rollout(r)
+                mine.append(r)
                 per[name].append(r.judged_success)
                 if name == "real":
                     per["real_env"].append(bool(r.env_success))
                 bar.update(1)
+            if skipped:
+                break
+        if skipped:
+            continue
+        rollouts.extend(mine)
         rows.append({"policy": policy.name, "learned_success": float(np.mean(per["learned"])),
                      "real_success": float(np.mean(per["real"])),
-                     "real_env_success": float(np.mean(per["real_env"])), "starts": len(starts)})
+                     "real_env_success": float(np.mean(per["real_env"])), "starts": len(starts),
+                     "failed_rollouts": sum(r.error is not None for r in mine)})
     bar.close()
     sim = [row["learned_success"] for row in rows]
     real_rates = [row["real_success"] for row in rows]
