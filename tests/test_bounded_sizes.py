@@ -170,3 +170,43 @@ def test_the_shipped_models_and_tokenizers_still_load():
     assert load_world_model(str(WORLD_MODEL)).config.num_hidden_layers == 4
     assert FrameTokenizer.load(ASSETS / "video" / "pusht_frame_tokenizer").config.resolution == (64, 64)
     assert CompressedTokenizer.load(ASSETS / "video" / "pusht_compressed_tokenizer").config.resolution == (64, 64)
+
+
+@pytest.mark.parametrize("config, match", [
+    ({"rope_parameters": {"rope_type": "nonsense", "rope_theta": 10000.0}},
+     r"config\.json: .*rope_parameters\.rope_type 'nonsense' is not a RoPE type transformers implements"),
+    ({"bos_token_id": -7}, r"config\.json: .*bos_token_id must be a whole number from 0 to"),
+    ({"eos_token_id": 10**12}, r"config\.json: .*eos_token_id must be a whole number from 0 to"),
+    ({"pad_token_id": "zero"}, r"config\.json: .*pad_token_id must be a whole number"),
+])
+def test_token_ids_and_rope_types_a_model_cannot_use_are_refused_naming_the_field(tmp_path, config, match):
+    refused(copy_model(tmp_path, **config), match)
+
+
+def test_an_unknown_safetensors_dtype_is_refused_naming_the_file_and_tensor(tmp_path):
+    directory = copy_model(tmp_path)
+
+    def foreign(header):
+        header["model.norm.weight"]["dtype"] = "Q9"
+
+    rewrite_header(directory / "model.safetensors", foreign)
+    refused(directory, r"model\.safetensors: .*tensor model\.norm\.weight the dtype 'Q9', which safetensors does not")
+
+
+def test_a_config_json_too_large_for_any_model_is_refused_before_it_is_parsed(tmp_path):
+    directory = copy_model(tmp_path)
+    with open(directory / "config.json", "a", encoding="utf-8") as handle:
+        handle.truncate(20 * 2**20)  # a sparse file: 20 MiB read as nothing would be
+    refused(directory, r"config\.json: the world model's config\.json is 20 MiB, over the 16 MiB")
+
+
+@pytest.mark.parametrize("levels", [[], [1, 5]])
+def test_frame_tokenizer_levels_that_give_no_codes_are_refused_naming_its_config(tmp_path, levels):
+    from rlvr_envs.video.frame_tokenizer import FrameTokenizer
+
+    directory = tmp_path / "tok"
+    shutil.copytree(ASSETS / "video" / "pusht_frame_tokenizer", directory)
+    path = directory / "config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "levels": levels}))
+    with pytest.raises(DataError, match=rf"{path}: not a frame tokenizer config \(levels must be one or more whole"):
+        FrameTokenizer.load(directory)

@@ -102,11 +102,17 @@ def loads_json(text: str, where: str, what: str, remedy: str = "", whole_file: b
 #: JSON files a Hugging Face style checkpoint directory may hold (checked before a library reads them)
 CHECKPOINT_JSON = ("config.json", "card.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
                    "special_tokens_map.json", "adapter_config.json")
+#: the largest of those files read (bytes): far above real ones (a 256k-token tokenizer.json is
+#: ~20 MB, a config ~10 kB), far below what would exhaust memory while parsing
+CHECKPOINT_JSON_BOUND = {"tokenizer.json": 256 * 2**20, "tokenizer_config.json": 64 * 2**20}
+OTHER_JSON_BOUND = 16 * 2**20
 
 
 #: bytes per element of each safetensors dtype (others, e.g. packed 4-bit ones, are not size-checked)
 SAFETENSORS_ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E8M0": 1, "I16": 2, "U16": 2,
                         "F16": 2, "BF16": 2, "I32": 4, "U32": 4, "F32": 4, "I64": 8, "U64": 8, "F64": 8, "C64": 8}
+#: every dtype the safetensors format defines: any other is a damaged or hostile header
+SAFETENSORS_DTYPES = frozenset(SAFETENSORS_ITEMSIZE) | {"F4", "F6_E2M3", "F6_E3M2"}
 
 
 def check_safetensors(path: str | os.PathLike, what: str, remedy: str = "") -> dict[str, tuple[str, tuple[int, ...]]]:
@@ -135,6 +141,9 @@ def check_safetensors(path: str | os.PathLike, what: str, remedy: str = "") -> d
                 and offsets[0] <= offsets[1]):
             raise DataError(f"{path}: {what}'s header entry for tensor {name} is malformed (needs dtype, shape and "
                             f"data_offsets [begin, end]), a damaged or hostile file{hint}")
+        if dtype not in SAFETENSORS_DTYPES:
+            raise DataError(f"{path}: {what}'s header gives tensor {name} the dtype {dtype[:40]!r}, which safetensors "
+                            f"does not define, a damaged or hostile file{hint}")
         span = offsets[1] - offsets[0]
         if dtype in SAFETENSORS_ITEMSIZE and math.prod(shape) * SAFETENSORS_ITEMSIZE[dtype] != span:
             raise DataError(f"{path}: {what}'s header says tensor {name} is {dtype} {list(shape)} "
@@ -158,8 +167,13 @@ def check_checkpoint_dir(directory: str | os.PathLike, what: str, remedy: str = 
     """Check a saved model or tokenizer directory before a library loads it: every JSON file it
     holds parses and every `.safetensors` file is whole, else `DataError` naming the file."""
     directory = Path(directory)
+    hint = f"; {remedy}" if remedy else ""
     for name in CHECKPOINT_JSON:
         if (directory / name).is_file():
+            size, bound = (directory / name).stat().st_size, CHECKPOINT_JSON_BOUND.get(name, OTHER_JSON_BOUND)
+            if size > bound:
+                raise DataError(f"{directory / name}: {what}'s {name} is {size / 2**20:,.0f} MiB, over the "
+                                f"{bound // 2**20} MiB such a file ever needs (a damaged or hostile file){hint}")
             read_json(directory / name, f"{what}'s {name}", remedy)
     for weights in sorted(directory.glob("*.safetensors")):
         check_safetensors(weights, f"{what}'s weights file", remedy)
@@ -285,8 +299,15 @@ def check_model_dir(directory: str | os.PathLike, what: str, remedy: str = "") -
     for scope in [config, *(v for k, v in config.items() if k.endswith("_config") and isinstance(v, dict))]:
         try:
             check_sizes(scope, MODEL_SIZE_BOUNDS)
+            check_model_fields(scope)
         except ValueError as error:
             raise DataError(f"{config_path}: {what}'s config: {error}{hint}") from None
+    generation = directory / "generation_config.json"
+    if generation.is_file():
+        try:
+            check_model_fields({"vocab_size": config.get("vocab_size"), **read_json(generation, what, remedy)})
+        except (ValueError, TypeError) as error:
+            raise DataError(f"{generation}: {what}'s generation config: {error}{hint}") from None
     tensors = checkpoint_tensors(directory, what, remedy)
     if not tensors:
         if any(directory.glob("pytorch_model*.bin")):  # torch pickles: sizes bounded above, the rest to transformers
@@ -307,6 +328,46 @@ def check_model_dir(directory: str | os.PathLike, what: str, remedy: str = "") -
                         f"({', '.join(files)}) hold {' or '.join(map(str, held))} layers{hint}")
     check_tensor_shapes(_llama_shapes(config, tensors), tensors, config_path, what, remedy, complete=False)
     return directory
+
+
+TOKEN_ID_FIELDS = ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id")
+
+
+def check_model_fields(config: dict) -> None:
+    """The fields of a transformers config that its sizes do not cover, as ValueError naming the
+    field: token ids (None, or whole numbers in [0, vocab_size); eos may be a list) and the RoPE
+    type (one transformers implements), which transformers would fail on late or not at all."""
+    vocab = config.get("vocab_size")
+    for name in TOKEN_ID_FIELDS:
+        value = config.get(name)
+        for item in value if isinstance(value, list) else [value]:
+            if item is None:
+                continue
+            if isinstance(item, bool) or not isinstance(item, int) or item < 0 \
+                    or (isinstance(vocab, int) and item >= vocab):
+                bound = f"from 0 to {vocab - 1:,} (vocab_size {vocab:,})" if isinstance(vocab, int) else ">= 0"
+                raise ValueError(f"{name} must be a whole number {bound}, got {str(value)[:40]}")
+    for name in ("rope_scaling", "rope_parameters"):
+        rope = config.get(name)
+        if isinstance(rope, dict):
+            kind = rope.get("rope_type", rope.get("type", "default"))
+            known = ROPE_TYPES if kind in ROPE_TYPES else rope_types()  # transformers imported only when needed
+            if known and kind not in known:
+                raise ValueError(f"{name}.rope_type {str(kind)[:40]!r} is not a RoPE type transformers implements "
+                                 f"({', '.join(sorted(known))})")
+
+
+#: RoPE types of transformers 5 (a newer one is looked up in the installed transformers)
+ROPE_TYPES = frozenset({"default", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional"})
+
+
+def rope_types() -> set[str]:
+    """The RoPE types the installed transformers implements (empty when it is absent)."""
+    try:
+        from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+    except ImportError:
+        return set()
+    return {"default", *ROPE_INIT_FUNCTIONS}
 
 
 def _llama_shapes(config: dict, tensors: dict) -> dict[str, tuple[int, ...]]:

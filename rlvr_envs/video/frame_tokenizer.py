@@ -108,6 +108,9 @@ class FrameTokenizerConfig:
         if self.format != FORMAT_NAME:
             raise ValueError(f"not a frame tokenizer config (format {self.format!r})")
         check_sizes(asdict(self), SIZE_BOUNDS)
+        if not self.levels or min(self.levels) < 2:
+            raise ValueError(f"levels must be one or more whole numbers >= 2 (FSQ steps per channel), got "
+                             f"{list(self.levels)}")
         if self.codebook_size > MAX_CODEBOOK:
             raise ValueError(f"levels {self.levels} give {self.codebook_size:,} codes, more than {MAX_CODEBOOK:,}")
         halvings = int(math.log2(self.downsample))
