@@ -7,16 +7,29 @@ import json
 import pytest
 
 
+def _numbers(results: dict) -> dict:
+    """What a demo measured, without its timings and run record."""
+    return {key: results[key] for key in ("models", "baselines", "grpo_steps")}
+
+
 @pytest.mark.slow
-def test_tiny_demo_writes_a_report_with_both_models_and_paired_tests(tmp_path):
+def test_tiny_demo_writes_a_report_and_gives_the_same_numbers_beside_a_load(tmp_path):
+    """The demo runs a fixed number of GRPO steps, so a second run of the same seed while two
+    processes keep both cores busy does the same steps and measures the same numbers."""
+    import subprocess
+    import sys
+
     from rlvr_envs.cli import main
 
     assert main(["demo", "--tiny", "--threads", "1", "--out", str(tmp_path / "demo")]) == 0
     results = json.loads((tmp_path / "demo" / "results.json").read_text())
     assert set(results["models"]) == {"mle_base", "rlvr"}
-    assert results["grpo_steps"] == 2
+    assert results["grpo_steps"] == results["grpo_steps_planned"] == 2 and results["grpo_shortfall"] is None
+    assert results["grpo_reward"] == "pose" and "object" in results["reward"]
     rlvr = results["models"]["rlvr"]["sampled"]
-    assert {"mae", "mse", "psnr", "ssim", "repetition", "vs_base", "mae_change_percent"} <= set(rlvr)
+    assert {"mae", "agent_error", "block_error", "angle_error", "vs_base", "vs_copy_last"} <= set(rlvr)
+    assert {"mae", "agent_error", "block_error", "angle_error"} <= set(rlvr["vs_base"]) & set(rlvr["vs_copy_last"])
+    assert rlvr["vs_base"]["mae"]["n"] == 4  # the unit of the paired tests is the transition
     assert set(results["baselines"]) == {"copy_last_frame_tokens", "tokenizer_ceiling"}
     assert "planning" not in results  # planning is its own command: at the demo's budget it showed nothing
     run = results["run"]  # the run record: who, where, how loaded, when, which commit
@@ -25,8 +38,19 @@ def test_tiny_demo_writes_a_report_with_both_models_and_paired_tests(tmp_path):
     for name in ("report.md", "frames.png", "grpo_reward.png"):
         assert (tmp_path / "demo" / name).stat().st_size > 0
     report = (tmp_path / "demo" / "report.md").read_text()
-    assert "| rlvr | sampled |" in report and "GRPO on -MAE moved the held-out sampled MAE" in report
+    assert "| rlvr | sampled |" in report and "agent error (px)" in report and "| vs copy-last-frame |" in report
+    assert "GRPO on the 'pose' reward moved the held-out sampled MAE" in report and "copying the last frame" in report
     assert "Planning is not part of the demo" in report and "planning_agreement" in report
+
+    burn = "while True: pass"
+    load = [subprocess.Popen([sys.executable, "-c", burn]) for _ in range(2)]
+    try:
+        assert main(["demo", "--tiny", "--threads", "1", "--out", str(tmp_path / "loaded")]) == 0
+    finally:
+        for process in load:
+            process.kill()
+    again = json.loads((tmp_path / "loaded" / "results.json").read_text())
+    assert _numbers(again) == _numbers(results)
 
 
 @pytest.mark.slow
@@ -59,42 +83,77 @@ def test_demo_rejects_an_unknown_domain_or_reward():
         Args(plan_episodes=4)
 
 
-def _results(mae_change: float, mae_p: float, block: float, angle: float, object_p: float) -> dict:
-    """A demo results dict with the paired figures the verdict reads (sampled mode)."""
-    def test(mean, p):
-        return {"mean": mean, "stderr": 0.0, "t": 0.0, "p": p, "n": 96}
-
-    sampled = {"mae_change_percent": mae_change,
-               "vs_base": {"mae": test(mae_change, mae_p), "block_error": test(block, object_p),
-                           "angle_error": test(angle, object_p)}}
-    return {"models": {"rlvr": {"sampled": sampled}}}
+def _test(mean, p, n=96):
+    return {"mean": mean, "stderr": 0.0, "t": 0.0, "p": p, "n": n}
 
 
-def test_the_verdict_calls_it_a_better_world_model_only_when_the_object_does_not_get_worse():
+def _results(mae: tuple, agent: tuple, block: tuple = (0.0, 0.9), copy_mae: tuple = (0.0005, 1e-3),
+             copy_agent: tuple = (0.1, 1e-6), shortfall: str | None = None) -> dict:
+    """A demo results dict with the paired figures the verdict reads (sampled mode): each
+    (mean difference, p); object errors in [0, 1] of the arena's diagonal."""
+    vs_base = {"mae": _test(*mae), "agent_error": _test(*agent), "block_error": _test(*block),
+               "angle_error": _test(0.0, 0.9)}
+    vs_copy = {"mae": _test(*copy_mae), "agent_error": _test(*copy_agent), "block_error": _test(0.0, 0.9),
+               "angle_error": _test(0.0, 0.9)}
+    sampled = {"mae_change_percent": 100 * mae[0] / 0.009, "mae": 0.0082, "agent_error": 0.17,
+               "block_error": 0.02, "angle_error": 0.05, "vs_base": vs_base, "vs_copy_last": vs_copy}
+    copy = {"mae": 0.0077, "agent_error": 0.055, "block_error": 0.01, "angle_error": 0.016}
+    return {"grpo_reward": "pose", "grpo_steps": 40, "grpo_steps_planned": 60, "grpo_shortfall": shortfall,
+            "models": {"rlvr": {"sampled": sampled}}, "baselines": {"copy_last_frame_tokens": copy}}
+
+
+def test_the_verdict_needs_the_pixels_better_and_no_object_worse():
     from trainers.demo import verdict
 
-    # pixels improve beyond noise while the judge reads the T-block further off: not a better world model
-    worse = verdict(_results(-18.0, 1e-12, block=0.02, angle=0.01, object_p=1e-4))
-    assert "got worse" in worse and "not a better world model" in worse and "+14.5 px" in worse
-    assert "+1.8 deg" in worse
-    better = verdict(_results(-18.0, 1e-12, block=-0.01, angle=0.0, object_p=0.3))
-    assert "did not grow beyond noise" in better and "a better world model by the pixels and by the object" in better
-    noise = verdict(_results(-1.0, 0.4, block=0.001, angle=0.0, object_p=0.6))  # neither moved beyond noise
-    assert "better world model" not in noise and "not clearly beyond sampling noise" in noise
+    # pixels improve beyond noise while the judge reads the pusher further off: not a better world model
+    worse = verdict(_results(mae=(-0.0012, 1e-9), agent=(0.1, 5e-3)))
+    assert "reads objects further off: agent error +72.4 px" in worse and "Not a better world model" in worse
+    assert "A better world model" not in worse
+    better = verdict(_results(mae=(-0.0008, 1e-6), agent=(-0.05, 1e-3), block=(-0.01, 0.02)))
+    assert "A better world model than the MLE base, by the pixels and by the objects" in better
+    assert "closer to the real ones: agent error -36.2 px" in better and "block error -7.2 px" in better
+    noise = verdict(_results(mae=(-0.0001, 0.4), agent=(0.001, 0.6)))  # nothing moved beyond noise
+    assert "Not a better world model beyond noise" in noise
 
 
-def test_an_uncapped_demo_reports_the_steps_it_did_and_no_shortfall():
-    """--grpo-steps 0 (the default) asks for the minutes only: the report states the steps and their
-    time on this machine, and there is no 'stopped short' sentence to blame the machine with."""
+def test_the_verdict_says_where_the_model_stands_against_copying_the_last_frame():
+    from trainers.demo import verdict
+
+    behind = verdict(_results(mae=(-0.0008, 1e-6), agent=(-0.05, 1e-3)))
+    assert "It does not beat copying the last frame (worse beyond noise: MAE 0.00820 vs 0.00770; agent error " \
+           "123.1 px vs 39.8 px)" in behind
+    ahead = verdict(_results(mae=(-0.0008, 1e-6), agent=(-0.05, 1e-3), copy_mae=(-0.0003, 1e-3),
+                             copy_agent=(-0.01, 0.3)))
+    assert "It beats copying the last frame, by the pixels and by the objects" in ahead
+    tied = verdict(_results(mae=(-0.0008, 1e-6), agent=(-0.05, 1e-3), copy_mae=(-0.0001, 0.5),
+                            copy_agent=(-0.01, 0.3)))
+    assert "It does not beat copying the last frame beyond noise" in tied
+    short = verdict(_results(mae=(-0.0008, 1e-6), agent=(-0.05, 1e-3), shortfall="GRPO stopped at its time limit"))
+    assert short.endswith("GRPO stopped short of its planned steps (40 of 60).")
+
+
+def test_the_demo_runs_a_fixed_number_of_steps_and_a_time_limit_only_when_asked():
+    """The default is a step count, not minutes: the result does not depend on the machine's load.
+    A --grpo-minutes that cuts the run short is reported as such."""
+    from pathlib import Path
     from types import SimpleNamespace
 
     from trainers.common import grpo_run, step_line
-    from trainers.demo import UNCAPPED_STEPS, Args
+    from trainers.demo import DEFAULT_STEPS, Args, grpo_config
 
-    assert Args().step_cap == UNCAPPED_STEPS and Args(grpo_steps=40).step_cap == 40
+    assert Args().resolved().grpo_steps == DEFAULT_STEPS["pusht"]
+    assert Args(domain="text").resolved().grpo_steps == DEFAULT_STEPS["text"]
+    assert Args(grpo_steps=7).resolved().grpo_steps == 7 and Args(tiny=True).resolved().grpo_steps == 2
+    out = Path("runs/demo/grpo")
+    config = grpo_config(Args().resolved(), out)
+    assert config.steps == DEFAULT_STEPS["pusht"] and config.max_seconds == 0 and config.out == str(out)
+    assert config.env_kwargs == ("reward=pose", "pose_weights=[0.03,0.03,0.03]")
+    assert grpo_config(Args(reward="mae", grpo_minutes=2).resolved(), out).max_seconds == 120
     record = SimpleNamespace(finish=lambda: {"cpu_share": 0.3, "threads": 2, "load": {"busy": True}})
-    assert grpo_run(record, Args(), 109)[1] is None
-    assert "stopped at its time limit after 109 of 300" in grpo_run(record, Args(grpo_steps=300), 109)[1]
+    assert grpo_run(record, Args().resolved(), DEFAULT_STEPS["pusht"])[1] is None
+    assert "stopped at its time limit after 19 of 60" in grpo_run(record, Args(grpo_steps=60), 19)[1]
     assert step_line(109, 420.0) == "109 GRPO steps in 7.0 min, 3.9 s a step on this machine"
-    with pytest.raises(ValueError, match="grpo_steps must be >= 0"):
-        Args(grpo_steps=-1).validate()
+    for bad, match in (({"grpo_steps": -1}, "grpo_steps must be >= 0"), ({"grpo_minutes": -1}, "grpo_minutes"),
+                       ({"reward": "lpips"}, "reward must be one of")):
+        with pytest.raises(ValueError, match=match):
+            Args(**bad).validate()

@@ -104,15 +104,15 @@ def main(args) -> dict[str, Any]:
           f"({sum(c is True for c in changed)} change the state)", flush=True)
     scores = {"sft": evaluate(base_dir, task, indices, args.device)}
 
-    print(f"[3/4] GRPO on the verified reward ({args.text_reward}) for {args.grpo_minutes} min"
-          + (f" or {args.grpo_steps} steps" if args.grpo_steps else ""), flush=True)
+    print(f"[3/4] {args.grpo_steps} GRPO steps on the verified reward ({args.text_reward})"
+          + (f" (at most {args.grpo_minutes} min)" if args.grpo_minutes else ""), flush=True)
     if (out / "grpo").exists():  # the demo's own folder: a new demo replaces the last one's GRPO run
         print(f"      replacing the earlier demo's {out / 'grpo'}", flush=True)
         shutil.rmtree(out / "grpo")
     size = ("size=16",) if args.tiny else ()
     grpo_record = RunRecord("rlvr-world demo --domain text: GRPO", threads=args.threads)
     card = grpo.main(GRPOConfig(env_id=env_id, env_kwargs=size, model=str(base_dir), out=str(out / "grpo"),
-                            steps=args.step_cap, max_seconds=60 * args.grpo_minutes, balance=True,
+                            steps=args.grpo_steps, max_seconds=60 * args.grpo_minutes, balance=True,
                             eval_every=10**9, eval_windows=4, checkpoint_every=50,
                             seed=args.seed, threads=args.threads, device=args.device,
                             **{**GRPO, **({"max_completion_len": 16} if args.tiny else {})}))
@@ -123,7 +123,7 @@ def main(args) -> dict[str, Any]:
     baseline = nothing_changes(task, indices)
     results: dict[str, Any] = {
         "env_id": env_id, "reward": task.reward_description, "held_out_transitions": len(indices),
-        "grpo_steps": card["steps"], "grpo_seconds": card["seconds"],
+        "grpo_steps": card["steps"], "grpo_steps_planned": args.grpo_steps, "grpo_seconds": card["seconds"],
         "frac_zero_spread_groups": card["frac_zero_spread_groups"], "models": scores,
         "baseline": per_transition_report(task, indices, baseline)}
     scores["rlvr"]["vs_sft"] = compare_reports(scores["sft"], scores["rlvr"], changed)

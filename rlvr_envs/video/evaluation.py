@@ -110,6 +110,18 @@ def score_world_model(model, task, indices: Sequence[int], seed: int = 0, temper
     return {key: np.asarray(values, dtype=np.float64) for key, values in out.items()}
 
 
+def score_sampled(model, task, indices: Sequence[int], seeds: int, temperature: float = 1.0,
+                  top_k: int | None = 100) -> dict[str, np.ndarray]:
+    """Per-transition metrics averaged over `seeds` sampling seeds (seed s uses `score_world_model`'s
+    seed 1000 * s, so two models see the same seeds). The transition is the independent unit of a
+    paired test: its seeds share the prompt, so they are averaged, not counted as more samples."""
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1, got {seeds}")
+    draws = [score_world_model(model, task, indices, seed=1000 * s, temperature=temperature, top_k=top_k)
+             for s in range(seeds)]
+    return {key: np.mean([draw[key] for draw in draws], axis=0) for key in draws[0]}
+
+
 def _given(task, chunk: list[int]):
     if task.given_action_tokens(chunk[0]) is None:
         return None
