@@ -133,3 +133,22 @@ def test_a_missing_extra_is_one_line_naming_it(monkeypatch, capsys):
     assert err == ("rlvr-world: error: rlvr-world plan needs the [video] extra (torch is not installed): "
                    "pip install 'rlvr-world[video]'")
 
+
+
+@pytest.mark.parametrize("spec, says", [("/nonexistent/tok", "tokenizer=/nonexistent/tok: no such folder"),
+                                        ("no-such-user/no-such-tokenizer", "could not load tokenizer"),
+                                        ("pyproject.toml", "tokenizer=pyproject.toml: is a file")])
+def test_a_missing_or_bad_tokenizer_is_one_line(spec, says, capsys, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["episode", "RLVRWorld/MiniTextWorld-v0", "--env-kwargs", f"tokenizer={spec}"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"rlvr-world: error: {says}") and "\n" not in err and "embedded tokenizers" in err, err
+
+
+def test_a_data_root_that_cannot_be_written_is_one_line_naming_it(monkeypatch, capsys):
+    """/sys refuses new folders even to root: as a read-only mount does, for the generated held-out set."""
+    monkeypatch.setenv("RLVR_WORLD_DATA", "/sys/rlvr-world-data")
+    assert main(["episode", "RLVRWorld/PushT-SingleStep-v0", "--env-kwargs", "reward=mae"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and err.startswith("rlvr-world: error: cannot write the heldout PushT episodes into "
+                                              "/sys/rlvr-world-data/") and "set RLVR_WORLD_DATA" in err, err

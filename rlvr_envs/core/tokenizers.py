@@ -40,12 +40,19 @@ def load_tokenizer(spec: Any = None):
             )
         check_checkpoint_dir(path, f"the embedded tokenizer {spec!r}", "rebuild it with `python -m trainers.tokenizer`")
         return AutoTokenizer.from_pretrained(str(path))
-    if Path(spec).is_dir():
+    from rlvr_envs.core.errors import DownloadError
+
+    choices = f"pass a local directory, a hub name that is cached (HF_HUB_OFFLINE=1 forbids downloads), or one of " \
+              f"the embedded tokenizers {sorted(EMBEDDED)}"
+    path = Path(spec).expanduser()
+    if path.is_dir():
         check_checkpoint_dir(spec, "the tokenizer", "copy the tokenizer directory again from where it came from")
+    elif path.exists():
+        raise FileNotFoundError(f"tokenizer={spec}: is a file; {choices}")
+    elif str(spec).startswith(("/", ".", "~")) or str(spec).count("/") > 1:  # a path, not a hub name
+        raise FileNotFoundError(f"tokenizer={spec}: no such folder; {choices}")
     try:
         return AutoTokenizer.from_pretrained(str(spec))
-    except OSError as exc:
-        raise OSError(
-            f"could not load tokenizer {str(spec)!r}: pass a local directory, a hub name that is cached "
-            f"(HF_HUB_OFFLINE=1 forbids downloads), or one of the embedded tokenizers {sorted(EMBEDDED)}"
-        ) from exc
+    except (OSError, ValueError) as exc:  # one line, not the hub client's chained tracebacks
+        reason = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise DownloadError(f"could not load tokenizer {str(spec)!r} ({reason}): {choices}") from None

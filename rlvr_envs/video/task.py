@@ -706,6 +706,7 @@ def pusht_episodes_dir(episodes: int, resolution: int, seed: int) -> str:
     """`episodes` PushT episodes recorded from the real simulator with `seed`, generated on
     first use and cached under the data root (`$RLVR_WORLD_DATA`, default ~/.cache/rlvr_world):
     the held-out set, or training episodes generated once (another seed)."""
+    from rlvr_envs.core.errors import DataError
     from rlvr_envs.core.paths import data_root
     from rlvr_envs.video import pusht
 
@@ -715,5 +716,10 @@ def pusht_episodes_dir(episodes: int, resolution: int, seed: int) -> str:
         # the sets every committed figure measured: episodes run on after a block leaves the arena
         config = pusht.PushTGenerationConfig(episodes=episodes, resolution=resolution, seed=seed,
                                              end_when_block_leaves=False)
-        pusht.generate_dataset(config, folder, workers=1, progress=False)
+        try:
+            pusht.generate_dataset(config, folder, workers=1, progress=False)
+        except OSError as error:  # a read-only or missing data root: say which, and what to do
+            raise DataError(f"cannot write the {kind} PushT episodes into {folder} "
+                            f"({error.strerror or type(error).__name__}): set RLVR_WORLD_DATA to a folder you can "
+                            f"write (the data root; now {data_root()})") from None
     return str(folder)
