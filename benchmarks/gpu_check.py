@@ -672,18 +672,25 @@ def stage_plan(stages: list[str], sizes: Sizes) -> tuple[list[str], float]:
     return stages, (sizes.deadline if first_set else 0.0) + (sizes.web_deadline if web else 0.0)
 
 
+#: the longest --deadline (seconds): a day, where the deadline's timer still works (inf would kill it)
+MAX_DEADLINE = 86_400.0
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
+    from rlvr_envs.core.arguments import at_least, real_at_least
     from rlvr_envs.core.device import add_device_argument, setup_device
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu_check",
+                                     description=__doc__.split("\n\n")[0].replace("\n", " "))
     add_device_argument(parser)
     parser.add_argument("--tiny", action="store_true", help="the same code path at CPU-test size (about a minute)")
     first_set = [name for name in STAGES if name not in SECOND_SET]
     parser.add_argument("--stages", default=",".join(first_set),
                         help=f"comma-separated, of {','.join(STAGES)} (default: all but the web set)")
-    parser.add_argument("--deadline", type=float, help="seconds for the whole check (default 480 for the first set "
-                                                       "and 240 for the web set, added when both run; tiny 600 + 300)")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--deadline", type=real_at_least(0.0, strictly=True, maximum=MAX_DEADLINE),
+                        help="seconds for the whole check (default 480 for the first set and 240 for the web set, "
+                             "added when both run; tiny 600 + 300)")
+    parser.add_argument("--threads", type=at_least(1), default=2)
     parser.add_argument("--out", default=str(RESULTS), help="where gpu_check.json, gpu_check.md and the model go")
     parser.add_argument("--work", default="runs/gpu_check", help="models and data of the training stages")
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -692,8 +699,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     unknown = set(stages) - set(STAGES)
     if unknown:
         parser.error(f"--stages: unknown {sorted(unknown)}; choose from {','.join(STAGES)}")
-    if args.deadline is not None and not args.deadline > 0:
-        parser.error(f"--deadline must be > 0 seconds, got {args.deadline}")
+    if not stages:
+        parser.error(f"--stages: name at least one of {','.join(STAGES)}")
     sizes = TINY if args.tiny else Sizes()
     stages, default_deadline = stage_plan(stages, sizes)
     args.deadline = args.deadline or default_deadline

@@ -43,12 +43,14 @@ def at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def real_at_least(minimum: float, strictly: bool = False) -> Callable[[str], float]:
-    """A finite float >= `minimum` (> it when `strictly`)."""
+def real_at_least(minimum: float, strictly: bool = False, maximum: float = math.inf) -> Callable[[str], float]:
+    """A finite float >= `minimum` (> it when `strictly`), and <= `maximum` (e.g. seconds a timer can wait)."""
     def parse(text: str) -> float:
         value = _number(text, float)
         if value < minimum or (strictly and value == minimum):
             raise argparse.ArgumentTypeError(f"must be {'>' if strictly else '>='} {minimum:g}, got {value:g}")
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum:g}, got {value:g}")
         return value
     parse.__name__ = f"number {'>' if strictly else '>='} {minimum:g}"
     return parse
