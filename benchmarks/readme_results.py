@@ -1,5 +1,6 @@
 """The results pages, generated from the committed benchmark results: docs/results.md (every
-measured result, with its command and file) and README's summary (the goals table).
+measured result, with its command and file) and README's summaries (the goals table, and what the
+GPU runs measured in its Scale out).
 
     python -m benchmarks.readme_results           # rewrite both between their markers
     python -m benchmarks.readme_results --check   # exit 1 with a unified diff when either is stale
@@ -10,7 +11,8 @@ that compare numbers ("beats", "not met") are decided from those numbers too. Ea
 subsection names its results file and the command that wrote it (the file's own `command`
 field); a subsection whose file is absent says "not yet measured" and which command writes
 it. Only the text between `<!-- results -->` and `<!-- /results -->` (docs/results.md) and
-between `<!-- results-summary -->` and `<!-- /results-summary -->` (README.md) is touched.
+between `<!-- results-summary -->` and `<!-- /results-summary -->` and between `<!-- gpu-summary -->`
+and `<!-- /gpu-summary -->` (README.md) is touched.
 tests/test_readme_results.py fails when either page is stale.
 """
 
@@ -39,6 +41,7 @@ PAGE = ROOT / "docs" / "results.md"  #: every result; README carries the summary
 SHOWN = "benchmarks/results"  #: how a results path is written in README, whatever RESULTS is
 START, END = "<!-- results -->", "<!-- /results -->"
 SUMMARY_START, SUMMARY_END = "<!-- results-summary -->", "<!-- /results-summary -->"
+SCALE_START, SCALE_END = "<!-- gpu-summary -->", "<!-- /gpu-summary -->"  #: README's Scale out: what ran on a GPU
 NOT_MEASURED = "not yet measured"
 WIDTH = 95  #: prose is wrapped like the rest of README; tables, pictures and comments are not
 
@@ -51,6 +54,8 @@ GOAL_TEXT_CHANGED_GAIN = 0.10  #: MiniTextWorld GRPO's held-out exact accuracy o
 GOAL_PLANNING_SHARE = 0.8  #: the RLVR simulator's CEM success as a share of the true simulator's, at least
 GOAL_JUDGE_PRECISION_RECALL = 0.95  #: the PushT frame judge's precision and recall of the env's success, each at least
 GOAL_REAL2SIM_PEARSON = 0.8  #: Pearson of the default learned simulator's success rates with the real ones, at least
+GOAL_MLE_MFU = 0.35  #: the paper preset's compiled MLE step on one GPU, share of the measured bf16 matmul rate
+GOAL_DECODE_TOKENS_PER_S = 30_000  #: the paper preset's decoding at batch 64 on one GPU, tokens/s, at least
 UNCHANGED_KEPT = 0.01  #: a text recipe keeps unchanged transitions when it loses at most this much on them
 
 
@@ -1376,9 +1381,11 @@ def _planning_tables() -> list[tuple[str, dict]]:
     return out
 
 
-def _default_real2sim_runs() -> list[tuple[str, dict]]:
+def _default_real2sim_runs(held_out: str | None = None) -> list[tuple[str, dict]]:
     """(file, results) of the committed runs of docs/recipes.md's policy-eval command as a user runs
-    it (the default simulator and settings, the recipe's two policies), fewest starts first."""
+    it (the default simulator and settings, the recipe's two policies), fewest starts first.
+    `held_out`: None for the embedded held-out set (no `--data`), else the name of the folder given
+    as `--data` (`heldout_b`: held-out set B)."""
     from rlvr_envs.policy_eval.command import DEFAULT_MODEL, add_arguments
 
     parser = argparse.ArgumentParser()
@@ -1393,17 +1400,252 @@ def _default_real2sim_runs() -> list[tuple[str, dict]]:
         d = load(relative)
         names = {p["policy"] for p in d["policies"]}
         tokens = d["command"].split()
+        data = _flag(d["command"], "--data")
         if (Path(d.get("model", "")).name == DEFAULT_MODEL.name and {"toward_centre", "circler"} <= names
                 and set(defaults) <= {f"{a} {b}" for a, b in zip(tokens, tokens[1:])}
-                and not {"--model", "--data", "--tokenizer", "--no-family"} & set(tokens)
+                and not {"--model", "--tokenizer", "--no-family"} & set(tokens)
+                and (Path(data).name if data else None) == held_out
                 and d.get("lead_from", "end") == parser.get_default("lead_from")):  # runs before it: "end"
             runs.append((relative, d))
     return sorted(runs, key=lambda run: run[1]["policies"][0]["starts"])
 
 
-def _goals(where: str = "the subsections below give every run") -> str:
-    """One row per numeric goal the issues set, read from the same files as the subsections below;
-    empty when none of them is measured."""
+REAL2SIM_REPORTED_ON = "heldout_b"  #: the held-out set the goals row reports (docs/recipes.md: "set B")
+REAL2SIM_CHOICE = "real2sim_default_choice.json"  #: the comparison that chose the default simulator
+
+
+# -- the goals table: each figure with its 95% interval, met only when the whole interval clears the target
+
+@dataclass
+class GoalRow:
+    """One row of the goals table. `quoted`: (a piece of the row's text, the JSON pointers in the
+    row's file of the numbers in that piece, in order), so a test can read each figure again from
+    the file the row names; the intervals are computed from figures it quotes."""
+
+    goal: str
+    measured: str
+    baseline: str
+    target: str
+    verdict: str
+    file: str  #: relative to RESULTS
+    quoted: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)
+
+    def cells(self) -> list[str]:
+        return [self.goal, self.measured, self.baseline, self.target, self.verdict, _shown(self.file)]
+
+
+def _interval(low: float, high: float, digits: int = 2, percent: bool = False) -> str:
+    """A 95% interval as the goals table writes it, e.g. [0.71, 0.97] or [35%, 162%] ('no interval'
+    where it is undefined)."""
+    if _nan(low) or _nan(high):
+        return "(no interval)"
+    if percent:
+        return f"[{low:.0%}, {high:.0%}]"
+    return f"[{low:.{digits}f}, {high:.{digits}f}]".replace("-0.00", "0.00")
+
+
+def _verdict(low: float, high: float, target: float, at_least: bool = True) -> str:
+    """'met' only when the whole interval clears the target; else '**not met**' and how far it reaches."""
+    if _nan(low) or _nan(high):
+        return "**not met** (no interval)"
+    if (low >= target) if at_least else (high <= target):
+        return "met"
+    return "**not met**"
+
+
+def _ratio_interval(a: int, n1: int, b: int, n2: int, z: float = 1.96) -> tuple[float, float]:
+    """95% interval of the ratio of two success rates a/n1 over b/n2 (Katz's log method); nan
+    when either has no success."""
+    if not (a and b):
+        return (float("nan"), float("nan"))
+    ratio = (a / n1) / (b / n2)
+    half = z * math.sqrt(1 / a - 1 / n1 + 1 / b - 1 / n2)
+    return (ratio * math.exp(-half), ratio * math.exp(half))
+
+
+def _seed_interval(values: list[float]) -> tuple[float, float]:
+    """95% t-interval of the mean of per-seed values (nan with fewer than two)."""
+    from scipy import stats
+
+    n = len(values)
+    if n < 2:
+        return (float("nan"), float("nan"))
+    mean = sum(values) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = float(stats.t.ppf(0.975, n - 1)) * std / math.sqrt(n)
+    return (mean - half, mean + half)
+
+
+def _text_goal() -> GoalRow | None:
+    recipes = _text_recipes()
+    if not recipes:
+        return None
+    kept = [r for r in recipes if r[2]["accuracy_unchanged"]["mean"] >= r[3] - UNCHANGED_KEPT]
+    best = max(kept or recipes, key=lambda r: r[2]["changed_vs_first"]["mean"])
+    file, recipe, group, unchanged = best
+    data = load(file)
+    first = next(iter(data["models"]))
+    gain = group["changed_vs_first"]
+    low, high = _seed_interval(gain["values"])
+    verdict = _verdict(low, high, GOAL_TEXT_CHANGED_GAIN) if kept else "**not met** (none keeps unchanged ones)"
+    baseline, quoted = "", []
+    nothing = data.get("baselines", {}).get("nothing_changes")
+    if nothing:
+        baseline = (f"\"nothing changes\": {nothing['accuracy_changed']:.3f} changed, "
+                    f"{nothing['accuracy_unchanged']:.3f} unchanged (SFT {data['models'][first]['accuracy_changed']:.3f}, "
+                    f"{unchanged:.3f})")
+        quoted.append((baseline, ("/baselines/nothing_changes/accuracy_changed",
+                                  "/baselines/nothing_changes/accuracy_unchanged", f"/models/{first}/accuracy_changed",
+                                  f"/models/{first}/accuracy_unchanged")))
+    quoted += [(f"{recipe} {gain['mean']:+.3f}", (f"/seed_groups/{recipe}/changed_vs_first/mean",)),
+               (f"unchanged {unchanged:.3f} -> {group['accuracy_unchanged']['mean']:.3f}",
+                (f"/models/{first}/accuracy_unchanged", f"/seed_groups/{recipe}/accuracy_unchanged/mean"))]
+    return GoalRow(
+        "MiniTextWorld GRPO vs SFT: held-out exact accuracy on changed transitions, unchanged ones kept",
+        f"best of the {len(recipes)} three-seed recipe and step groups in `{SHOWN}/text_world_models*.json` "
+        f"({len(kept)} keep unchanged ones): {recipe} {gain['mean']:+.3f} {_interval(low, high)} (t over "
+        f"{len(gain['values'])} seeds), unchanged {unchanged:.3f} -> {group['accuracy_unchanged']['mean']:.3f}",
+        baseline, f">= +{GOAL_TEXT_CHANGED_GAIN:.2f} (aim)", verdict, file, quoted)
+
+
+def _planning_goal() -> GoalRow | None:
+    tables = _planning_tables()
+    if not tables:
+        return None
+
+    def share(summary: dict) -> float:
+        true = summary["true_sim"]["success_rate"]
+        return summary["rlvr"]["success_rate"] / true if true else 0.0
+    file, best = max(tables, key=lambda t: share(t[1]))
+    matches = sum(s["rlvr"]["success_rate"] >= s["base"]["success_rate"] for _, s in tables)
+    rlvr, true, base = best["rlvr"], best["true_sim"], best["base"]
+    low, high = _ratio_interval(rlvr["successes"], rlvr["episodes"], true["successes"], true["episodes"])
+    verdict = _verdict(low, high, GOAL_PLANNING_SHARE)
+    if verdict == "met" and rlvr["success_rate"] < base["success_rate"]:
+        verdict = "**not met** (RLVR < base)"
+    quoted = [(f"RLVR {rlvr['successes']} vs true simulator {true['successes']} of {rlvr['episodes']}",
+               ("/summary/rlvr/successes", "/summary/true_sim/successes", "/summary/rlvr/episodes"))]
+    trivial = [k for k in ("blind", "random") if k in best]
+    baseline = ""
+    if trivial:
+        name = max(trivial, key=lambda k: best[k]["success_rate"])
+        t = best[name]
+        baseline = (f"{PLANNERS.get(name, name)}: {t['successes']}/{t['episodes']} "
+                    f"(MLE base {base['successes']}/{base['episodes']})")
+        quoted.append((baseline.split(": ", 1)[1], (f"/summary/{name}/successes", f"/summary/{name}/episodes",
+                                                    "/summary/base/successes", "/summary/base/episodes")))
+    return GoalRow(
+        "PushT CEM planning: RLVR simulator's success as a share of the true simulator's",
+        f"best of {len(tables)} tables: RLVR {rlvr['successes']} vs true simulator {true['successes']} of "
+        f"{rlvr['episodes']} = {share(best):.0%} {_interval(low, high, percent=True)}; RLVR >= base in {matches} "
+        f"of {len(tables)}",
+        baseline, f">= {GOAL_PLANNING_SHARE:.0%}, and RLVR >= base", verdict, file, quoted)
+
+
+def _judge_goal() -> GoalRow | None:
+    from rlvr_envs.core.util import wilson_interval
+
+    judge = load("pusht_success_judge.json")
+    if not judge:
+        return None
+    s = judge["summary"]
+    index, env = next((i, b) for i, b in enumerate(s["success"]) if b["bar"] == s["env_bar"])
+
+    def lows(b: dict) -> tuple[float, float]:
+        return wilson_interval(b["both"], b["judge_successes"])[0], wilson_interval(b["both"], b["env_successes"])[0]
+    precision = wilson_interval(env["both"], env["judge_successes"])
+    recall = wilson_interval(env["both"], env["env_successes"])
+    holds = [b for b in s["success"] if min(lows(b)) >= GOAL_JUDGE_PRECISION_RECALL]
+    met = (_verdict(min(precision[0], recall[0]), 1.0, GOAL_JUDGE_PRECISION_RECALL)
+           if not (_nan(precision[0]) or _nan(recall[0])) else "**not met** (no interval)")
+    verdict = f"{met} at {s['env_bar']:g}; met at bars {_bars(holds)}" if holds and env not in holds else met
+    pointer = f"/summary/success/{index}"
+    quoted = [(f"precision {_fraction(env['precision'])}", (f"{pointer}/precision",)),
+              (f"recall {_fraction(env['recall'])}", (f"{pointer}/recall",)),
+              (f"({env['env_successes']} real successes in {s['frames']:,}", (f"{pointer}/env_successes",
+                                                                              "/summary/frames")),
+              (f"{s['position_error_px']['median']:.2f} px, {s['angle_error_deg']['median']:.2f} deg",
+               ("/summary/position_error_px/median", "/summary/angle_error_deg/median"))]
+    return GoalRow(
+        f"PushT success judge: precision and recall of the env's own success (coverage > {s['env_bar']:g})",
+        f"precision {_fraction(env['precision'])} {_interval(*precision)}, recall {_fraction(env['recall'])} "
+        f"{_interval(*recall)} ({env['env_successes']} real successes in {s['frames']:,} held-out frames); pose error "
+        f"{s['position_error_px']['median']:.2f} px, {s['angle_error_deg']['median']:.2f} deg median",
+        "", f">= {GOAL_JUDGE_PRECISION_RECALL:g} each", verdict, "pusht_success_judge.json", quoted)
+
+
+def _policy_rates(d: dict) -> list[tuple[str, list[int]]]:
+    """Learned vs real success per policy, a policy at several noise levels in one entry (with the
+    indices of its policies in the results file)."""
+    from itertools import groupby
+
+    def family(p: tuple[int, dict]) -> str:
+        return re.sub(r"_noise\d+$", "", p[1]["policy"])
+    parts = []
+    for name, indexed in groupby(enumerate(d["policies"]), key=family):
+        indexed = list(indexed)
+        group = [p for _, p in indexed]
+        learned = "/".join(f"{p['learned_success']:.0%}" for p in group)
+        real = "/".join(f"{p['real_success']:.0%}" for p in group)
+        noise = [re.search(r"_noise(\d+)$", p["policy"]) for p in group]
+        levels = f" (noise {'/'.join(m.group(1) for m in noise)})" if len(group) > 1 and all(noise) else ""
+        parts.append((f"{name}{levels} {learned} vs {real}", [i for i, _ in indexed]))
+    return parts
+
+
+def _policy_names(d: dict) -> str:
+    """The policies behind a Pearson, a policy at several noise levels named once."""
+    names = [p["policy"] for p in d["policies"]]
+    noisy = [n for n in names if re.search(r"_noise\d+$", n)]
+    families = {re.sub(r"_noise\d+$", "", n) for n in noisy}
+    shown = [f"{f} at {len([n for n in noisy if n.startswith(f + '_noise')])} noise levels" for f in sorted(families)]
+    return ", ".join(shown + [n for n in names if n not in noisy])
+
+
+def _real2sim_goal() -> GoalRow | None:
+    from rlvr_envs.policy_eval.real2sim import metric_text  # noqa: F401  (the subsections' format)
+
+    reported = _default_real2sim_runs(REAL2SIM_REPORTED_ON)
+    chosen_on = _default_real2sim_runs()
+    if not (reported or chosen_on):
+        return None
+    choice = load(REAL2SIM_CHOICE)
+    choosing_set = "the embedded held-out set"
+    if choice:
+        from rlvr_envs.policy_eval.command import DEFAULT_MODEL
+
+        chosen = next((c for c in (choice.get("first"), choice.get("second"))
+                       if c and Path(c.get("model", "")).name == DEFAULT_MODEL.name), None)
+        run = load(str(Path(chosen["run"]).relative_to(SHOWN)) + "/results.json") if chosen else None
+        data = _flag(run["command"], "--data") if run else None
+        choosing_set = f"held-out set `{Path(data).name}`" if data else "the embedded held-out set"
+    file, d = (reported or chosen_on)[-1]
+    where = (f"held-out set B (`--data {REAL2SIM_REPORTED_ON}`)" if reported
+             else "the set that chose it (no other held-out set measured yet)")
+    s = _real2sim_summary(d)
+    low, high = (s.get("pearson_interval") or [float("nan")] * 2)
+    starts = d["policies"][0]["starts"]
+    chose = (f"chosen on {choosing_set} ({_shown(REAL2SIM_CHOICE)})" if choice
+             else f"chosen on {choosing_set}")
+    quoted = [(f"{starts} starts: Pearson {s['pearson']:.3f}", ("/policies/0/starts", "/summary/pearson")),
+              (f"over {len(d['policies'])} policies", ("/policies",))]  # a list: its length
+    if "pearson_interval" in d["summary"]:
+        quoted.append((_interval(low, high), ("/summary/pearson_interval/0", "/summary/pearson_interval/1")))
+    rates = _policy_rates(d)
+    for text, indices in rates:
+        quoted.append((text.split(" ", 1)[1] if "(noise" not in text else text.split(") ", 1)[1],
+                       tuple(f"/policies/{i}/{k}" for k in ("learned_success", "real_success") for i in indices)))
+    return GoalRow(
+        "Real2Sim on PushT (the recipe's policy-eval command, default learned simulator): Pearson of learned vs "
+        "real success rates over the policies",
+        f"{where}, {starts} starts: Pearson {s['pearson']:.3f} {_interval(low, high)} over {len(d['policies'])} "
+        f"policies ({_policy_names(d)}); learned vs real success: {', '.join(t for t, _ in rates)}; simulator "
+        f"{chose}",
+        "", f">= {GOAL_REAL2SIM_PEARSON:g}", _verdict(low, high, GOAL_REAL2SIM_PEARSON), file, quoted)
+
+
+def _goal_rows() -> list[GoalRow]:
+    """One row per numeric goal the issues set, read from the same files as the subsections."""
     rows = []
     grpo = load("grpo_pusht_single.json")
     if grpo:
@@ -1415,63 +1657,21 @@ def _goals(where: str = "the subsections below give every run") -> str:
                      f"{' / '.join(_change(c) for c in changes)} ({len(seeds)} seeds, paired p <= {_p(worst_p)})",
                      f"{GOAL_GRPO_MAE_CHANGE_PCT:+.0f}% or better", "met" if met else "**not met**",
                      _shown("grpo_pusht_single.json")])
-    recipes = _text_recipes()
-    if recipes:
-        kept = [r for r in recipes if r[2]["accuracy_unchanged"]["mean"] >= r[3] - UNCHANGED_KEPT]
-        best = max(kept or recipes, key=lambda r: r[2]["changed_vs_first"]["mean"])
-        file, recipe, group, unchanged = best
-        gain = group["changed_vs_first"]
-        met = bool(kept) and gain["mean"] >= GOAL_TEXT_CHANGED_GAIN
-        rows.append(["MiniTextWorld GRPO vs SFT: held-out exact accuracy on changed transitions, unchanged ones "
-                     "kept",
-                     f"best of {len(recipes)} recipes and steps with 3 seeds ({len(kept)} keep unchanged ones): "
-                     f"{recipe} {gain['mean']:+.3f} ± {gain['std']:.3f}, unchanged {unchanged:.3f} -> "
-                     f"{group['accuracy_unchanged']['mean']:.3f}",
-                     f"+{GOAL_TEXT_CHANGED_GAIN:.2f} (aim)", "met" if met else "**not met**", _shown(file)])
-    tables = _planning_tables()
-    if tables:
-        def share(summary: dict) -> float:
-            true = summary["true_sim"]["success_rate"]
-            return summary["rlvr"]["success_rate"] / true if true else 0.0
-        file, best = max(tables, key=lambda t: share(t[1]))
-        matches = sum(s["rlvr"]["success_rate"] >= s["base"]["success_rate"] for _, s in tables)
-        met = share(best) >= GOAL_PLANNING_SHARE and best["rlvr"]["success_rate"] >= best["base"]["success_rate"]
-        rows.append(["PushT CEM planning: RLVR simulator's success as a share of the true simulator's",
-                     f"best of {len(tables)} tables: {best['rlvr']['successes']} vs {best['true_sim']['successes']} "
-                     f"of {best['rlvr']['episodes']} ({share(best):.0%}); RLVR >= base in {matches} of "
-                     f"{len(tables)}",
-                     f"{GOAL_PLANNING_SHARE:.0%}, and RLVR >= base", "met" if met else "**not met**",
-                     _shown(file)])
-    judge = load("pusht_success_judge.json")
-    if judge:
-        s = judge["summary"]
-        env = next(b for b in s["success"] if b["bar"] == s["env_bar"])
-        holds = _judge_holds(s)
-        met = "met" if env in holds else "**not met**"
-        rows.append([f"PushT success judge: precision and recall of the env's own success (coverage > "
-                     f"{s['env_bar']:g})",
-                     f"precision {_fraction(env['precision'])}, recall {_fraction(env['recall'])} "
-                     f"({env['env_successes']} real successes in {s['frames']:,} held-out frames); pose error "
-                     f"{s['position_error_px']['median']:.2f} px, {s['angle_error_deg']['median']:.2f} deg median",
-                     f"{GOAL_JUDGE_PRECISION_RECALL:.0%} each",
-                     f"{met} at {s['env_bar']:g}; met at bars {_bars(holds)}" if holds and env not in holds else met,
-                     _shown("pusht_success_judge.json")])
-    real2sim = _default_real2sim_runs()
-    if real2sim:
-        from rlvr_envs.policy_eval.real2sim import metric_text
+    rows += [row for row in (_text_goal(), _planning_goal(), _judge_goal(), _real2sim_goal()) if row]
+    # a row built as a plain list (goal, measured, target, verdict, file) has no baseline cell
+    return [row if isinstance(row, GoalRow) else
+            GoalRow(row[0], row[1], "", row[2], row[3], row[4].strip("`").removeprefix(SHOWN + "/")) for row in rows]
 
-        def measured(d: dict) -> str:
-            return f"{d['policies'][0]['starts']} starts: Pearson {metric_text(_real2sim_summary(d), 'pearson')}"
-        file, most = real2sim[-1]
-        met = most["summary"]["pearson"] >= GOAL_REAL2SIM_PEARSON
-        rows.append(["Real2Sim on PushT, the recipe's policy-eval command with the default learned simulator: "
-                     "Pearson of learned vs real success rates (95% range over starts)",
-                     "; ".join(measured(d) for _, d in real2sim),
-                     f"{GOAL_REAL2SIM_PEARSON:g} (at the most starts)", "met" if met else "**not met**", _shown(file)])
+
+def _goals(where: str = "the subsections below give every run") -> str:
+    """The goals table; empty when none of its goals is measured."""
+    rows = _goal_rows()
     if not rows:
         return ""
-    return (f"**Where the issues' numeric goals stand** (each row read from the file it names; {where}):\n\n"
-            + _table(["goal", "measured", "target", "verdict", "file"], ["---", "---", "---", "---", "---"], rows))
+    return (f"**Where the issues' numeric goals stand** (each row read from the file it names; in brackets the "
+            f"95% interval, and a goal is met only when all of it clears the target; {where}):\n\n"
+            + _table(["goal", "measured [95% interval]", "strongest trivial baseline", "target", "verdict", "file"],
+                     ["---"] * 6, [row.cells() for row in rows]))
 
 
 _BLOCK_START = re.compile(r"^([-+*>]|\d+[.)]|#+)(\s|$)")  # a line that would start a list, quote or heading
@@ -1506,6 +1706,52 @@ def render_summary() -> str:
     return _wrap(goals or f"Results: {NOT_MEASURED}; see [docs/results.md](docs/results.md).") + "\n"
 
 
+def render_gpu_summary() -> str:
+    """README's Scale out: what the committed GPU runs measured, each figure beside its goal."""
+    runs = sorted(((str(f.relative_to(RESULTS)), load(str(f.relative_to(RESULTS))))
+                   for f in RESULTS.glob("gpu_check/*/gpu_check.json")), key=lambda r: r[1]["started"])
+    if not runs:
+        return f"GPU runs: {NOT_MEASURED}; `python -m benchmarks.gpu_check --device cuda` measures them.\n"
+
+    def done(d: dict, stage: str) -> dict | None:
+        v = d["stages"].get(stage)
+        return v if isinstance(v, dict) and not {"error", "skipped", "stopped"} & set(v) else None
+
+    devices = sorted({_machine(d).split(",")[0] if not isinstance(d.get("machine"), dict)
+                      else d["machine"].get("device", "") for _, d in runs})
+    facts = []
+    speed = [done(d, "speed") for _, d in runs if done(d, "speed")]
+    if speed:
+        train, dec = speed[-1]["training"], speed[-1]["decoding"]
+        mfu = train["modes"]["compiled"]["mfu"] if "compiled" in train["modes"] else train["modes"]["eager"]["mfu"]
+        static = dec["engines"]["static"]["tokens_per_second"]
+        facts.append(
+            f"the {train['preset']} preset's MLE step ({train['parameters'] / 1e6:.0f}M, compiled) trained at "
+            f"{mfu:.1%} of the measured bf16 matmul rate (goal >= {GOAL_MLE_MFU:.0%}: "
+            f"{'met' if mfu >= GOAL_MLE_MFU else '**not met**'}); its static decoder (KV cache + CUDA graphs) "
+            f"decoded **{static:,.0f} tokens/s** at batch {dec['batch']}, {dec['speedup']:.1f}x the eager loop "
+            f"(goal >= {GOAL_DECODE_TOKENS_PER_S:,} tokens/s: "
+            f"{'met' if static >= GOAL_DECODE_TOKENS_PER_S else '**not met**'})")
+    pusht = [done(d, "pusht") for _, d in runs if done(d, "pusht")]
+    if pusht:
+        facts.append(f"PushT's {pusht[-1]['preset']} preset ({pusht[-1]['parameters'] / 1e6:.0f}M) trained at "
+                     f"{pusht[-1]['mle']['mfu']:.1%}")
+    text = [done(d, "text") for _, d in runs if done(d, "text")]
+    if text:
+        sft = [next(v for k, v in t["held_out"].items() if k.startswith("SFT"))["accuracy"] for t in text]
+        shipped = [v["accuracy"] for t in text for k, v in t["held_out"].items() if k.startswith("shipped")]
+        steps = [f"{t['sft']['steps']:,}" for t in text]
+
+        def listed(items: list[str]) -> str:
+            return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+        facts.append(f"the {text[0]['preset']} text preset's ({text[0]['parameters'] / 1e6:.0f}M) SFT through TRL "
+                     f"scored {listed([f'{a:.3f}' for a in sft])} exact after {listed(steps)} steps, below the "
+                     f"{min(shipped):.2f}-{max(shipped):.2f} of the shipped CPU-trained text models on the same "
+                     "held-out transitions")
+    return _wrap(f"On one {' and '.join(devices)} ({len(runs)} runs of `python -m benchmarks.gpu_check --device cuda`, "
+                 f"minutes each; [{SHOWN}/gpu_check/]({SHOWN}/gpu_check/README.md)): " + "; ".join(facts) + ".") + "\n"
+
+
 def _split(readme: str, start_marker: str = START, end_marker: str = END) -> tuple[str, str, str]:
     """(before and including the opening marker's line, the block, from the closing marker on)."""
     start = readme.index(start_marker) + len(start_marker)
@@ -1531,13 +1777,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--readme", default=str(README), help="the README holding the summary")
     args = parser.parse_args(argv)
     stale = 0
-    for path, markers, body in ((Path(args.page), (START, END), render),
-                                (Path(args.readme), (SUMMARY_START, SUMMARY_END), render_summary)):
+    pages = ((Path(args.page), (((START, END), render),)),
+             (Path(args.readme), (((SUMMARY_START, SUMMARY_END), render_summary),
+                                  ((SCALE_START, SCALE_END), render_gpu_summary))))
+    for path, blocks in pages:
         if not path.is_file():
-            print(f"{path}: missing (it holds the {markers[0]} block)", file=sys.stderr)
+            print(f"{path}: missing (it holds the {blocks[0][0][0]} block)", file=sys.stderr)
             return 1
-        current = path.read_text()
-        wanted = updated(current, *markers, body)
+        current = wanted = path.read_text()
+        for markers, body in blocks:
+            if markers[0] not in wanted:
+                print(f"{path}: no {markers[0]} marker (the block goes after it)", file=sys.stderr)
+                return 1
+            wanted = updated(wanted, *markers, body)
         if args.check:
             if wanted != current:
                 stale = 1
