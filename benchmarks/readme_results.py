@@ -1491,9 +1491,9 @@ def _text_goal() -> GoalRow | None:
     baseline, quoted = "", []
     nothing = data.get("baselines", {}).get("nothing_changes")
     if nothing:
+        sft = data["models"][first]["accuracy_changed"]
         baseline = (f"\"nothing changes\": {nothing['accuracy_changed']:.3f} changed, "
-                    f"{nothing['accuracy_unchanged']:.3f} unchanged (SFT {data['models'][first]['accuracy_changed']:.3f}, "
-                    f"{unchanged:.3f})")
+                    f"{nothing['accuracy_unchanged']:.3f} unchanged (SFT {sft:.3f}, {unchanged:.3f})")
         quoted.append((baseline, ("/baselines/nothing_changes/accuracy_changed",
                                   "/baselines/nothing_changes/accuracy_unchanged", f"/models/{first}/accuracy_changed",
                                   f"/models/{first}/accuracy_unchanged")))
@@ -1603,30 +1603,31 @@ def _policy_names(d: dict) -> str:
 
 
 def _real2sim_goal() -> GoalRow | None:
-    from rlvr_envs.policy_eval.real2sim import metric_text  # noqa: F401  (the subsections' format)
+    """Real2Sim of the default simulator, reported on a held-out set other than the one that chose
+    it (REAL2SIM_CHOICE names the runs compared); without such a run, on the choosing set, saying so."""
+    from rlvr_envs.policy_eval.command import DEFAULT_MODEL
 
-    reported = _default_real2sim_runs(REAL2SIM_REPORTED_ON)
-    chosen_on = _default_real2sim_runs()
-    if not (reported or chosen_on):
-        return None
-    choice = load(REAL2SIM_CHOICE)
-    choosing_set = "the embedded held-out set"
+    choice, chosen_data = load(REAL2SIM_CHOICE), None
     if choice:
-        from rlvr_envs.policy_eval.command import DEFAULT_MODEL
-
         chosen = next((c for c in (choice.get("first"), choice.get("second"))
                        if c and Path(c.get("model", "")).name == DEFAULT_MODEL.name), None)
-        run = load(str(Path(chosen["run"]).relative_to(SHOWN)) + "/results.json") if chosen else None
-        data = _flag(run["command"], "--data") if run else None
-        choosing_set = f"held-out set `{Path(data).name}`" if data else "the embedded held-out set"
-    file, d = (reported or chosen_on)[-1]
-    where = (f"held-out set B (`--data {REAL2SIM_REPORTED_ON}`)" if reported
-             else "the set that chose it (no other held-out set measured yet)")
+        run = load(f"{chosen['run'].removeprefix(SHOWN + '/')}/results.json") if chosen else None
+        chosen_data = _flag(run["command"], "--data") if run else None
+    chosen_set = Path(chosen_data).name if chosen_data else None
+    other = REAL2SIM_REPORTED_ON if chosen_set != REAL2SIM_REPORTED_ON else None
+    reported, choosing = _default_real2sim_runs(other), _default_real2sim_runs(chosen_set)
+    if not (reported or choosing):
+        return None
+    name = {None: "the embedded held-out set", "heldout_b": "held-out set B"}
+    file, d = (reported or choosing)[-1]
+    where = (f"{name.get(other, other)} (`--data {other}`)" if reported and other else
+             name[None] if reported else f"{name.get(chosen_set, chosen_set)}, the set that chose it (no other "
+                                         "held-out set measured yet)")
+    chose = (f"chosen on {name.get(chosen_set, chosen_set)} ({_shown(REAL2SIM_CHOICE)})" if choice
+             else f"chosen on {name.get(chosen_set, chosen_set)}")
     s = _real2sim_summary(d)
     low, high = (s.get("pearson_interval") or [float("nan")] * 2)
     starts = d["policies"][0]["starts"]
-    chose = (f"chosen on {choosing_set} ({_shown(REAL2SIM_CHOICE)})" if choice
-             else f"chosen on {choosing_set}")
     quoted = [(f"{starts} starts: Pearson {s['pearson']:.3f}", ("/policies/0/starts", "/summary/pearson")),
               (f"over {len(d['policies'])} policies", ("/policies",))]  # a list: its length
     if "pearson_interval" in d["summary"]:

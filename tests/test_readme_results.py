@@ -338,6 +338,11 @@ def test_the_real2sim_goal_is_reported_on_the_held_out_set_that_did_not_choose_t
     assert "learned vs real success: expert 50% vs 50%, toward_centre 25% vs 0%, circler 25% vs 0%" in row
     assert "simulator chosen on the embedded held-out set (`benchmarks/results/real2sim_default_choice.json`)" in row
     assert "| >= 0.8 | **not met** |" in row and "real2sim/set_b/results.json" in row
+    # a simulator chosen on set B is reported on the embedded set
+    (tmp_path / rr.REAL2SIM_CHOICE).write_text(json.dumps({
+        "second": {"run": "benchmarks/results/real2sim/set_b", "model": f"/x/{DEFAULT_MODEL.name}"}}))
+    row = next(line for line in rr._goals().split("\n") if "Real2Sim" in line)
+    assert "| the embedded held-out set, 10 starts: Pearson 0.850" in row and "chosen on held-out set B" in row
 
 
 def test_policies_at_several_noise_levels_are_named_once():
