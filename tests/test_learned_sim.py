@@ -311,3 +311,27 @@ def test_slide_window_drops_the_oldest_frame_and_action_batched_or_not():
     assert (batched_codes == slid_codes).all() and (batched_actions == slid_actions).all()
     one = slide_window(codes[:1], np.zeros((0, 1), dtype=int), new_codes, new_tokens)  # history 1: no actions
     assert one[0].tolist() == [[6, 7]] and one[1].shape == (0, 1)
+
+
+@pytest.mark.parametrize("change, says", [({0: 1e300}, "agent .* is outside the arena"),
+                                          ({4: 700.0}, "block .* centre outside the walls"),
+                                          ({7: 1e300}, "speeds and the angle must be within"),
+                                          ({5: float("nan")}, "finite numbers"),
+                                          ({"shape": 3}, "finite numbers")])
+def test_a_physics_start_outside_the_arena_or_not_finite_is_refused_and_the_state_kept(sim, start, change, says):
+    from rlvr_envs.simulators import PushTChunkEnv
+
+    sim.reset(seed=0, options={"physics": start})
+    before = sim.context.codes.copy()
+    physics = np.array(start[:3] if "shape" in change else start, dtype=np.float64)
+    for index, value in change.items():
+        if index != "shape":
+            physics[index] = value
+    with pytest.raises(ValueError, match=says):
+        sim.reset(options={"physics": physics})
+    assert np.array_equal(sim.context.codes, before)
+    real = PushTChunkEnv()
+    if "block" not in says:  # the real simulator takes an escaped block (a real state), nothing else here
+        with pytest.raises(ValueError, match=says):
+            real.reset(options={"physics": physics})
+    real.close()

@@ -290,3 +290,28 @@ def test_single_and_vector_env_agree_step_for_step(env_id, mode):
                 assert (info_s["parsed"], info_s["error"], info_s["max_reward"]) == \
                     (final["parsed"][0], final["error"][0], final["max_reward"][0])
                 break
+
+
+@pytest.mark.parametrize("env_id", IDS + ["RLVRWorld/MiniWeb-Goal-v0"])
+def test_a_refused_reset_leaves_the_env_usable_through_gym_make(env_id):
+    """Through gym.make's default wrappers: a reset refused for its options (a bad index, a
+    typo'd key, options that are no mapping) changes nothing, and the next valid one steps."""
+    env = gym.make(env_id, **(registry_test_kwargs(env_id) if env_id in IDS else {}))
+    for options, error, says in (({"index": -1}, IndexError, "outside"), ({"idx": 3}, ValueError, "takes \\['index'\\]"),
+                                 ("3", TypeError, "must be a dict"), ([3], TypeError, "must be a dict")):
+        with pytest.raises(error, match=says):
+            env.reset(options=options)
+    obs, info = env.reset(seed=0, options={"index": None})  # None: a random transition, as on every id
+    env.action_space.seed(0)
+    assert len(env.step(env.action_space.sample())) == 5
+    assert env.reset(options={"index": 1})[1]["index"] == 1
+
+
+@pytest.mark.parametrize("env_id", sorted(SIMULATORS))
+def test_plain_envs_refuse_unknown_reset_options_and_stay_usable(env_id):
+    pytest.importorskip("torch")
+    env = gym.make(env_id)
+    with pytest.raises(ValueError, match="unknown reset option"):
+        env.reset(options={"physic": [0.0] * 10})
+    env.reset(seed=0)
+    env.step(env.action_space.sample())

@@ -12,6 +12,7 @@ A silent cast or flatten would hide a policy bug, so nothing is coerced.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,20 @@ def _is_int(value: Any) -> bool:
 
 class IndexOutOfRange(IndexError, ValueError):
     """An index outside its range: an IndexError to sequence code, a bad value to argument checks."""
+
+
+def reset_options(options: Any, known: tuple[str, ...]) -> dict[str, Any]:
+    """`reset`'s options as a dict, the same rules on every id: None is {}; anything but a mapping
+    is `TypeError`, and a key outside `known` is `ValueError` naming the known ones (a typo such
+    as {"idx": 3} would otherwise reset onto a random transition, silently)."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"options must be a dict such as {{{known[0]!r}: ...}}, got {type(options).__name__}")
+    unknown = sorted(map(str, set(options) - set(known)))
+    if unknown:
+        raise ValueError(f"unknown reset option(s) {unknown}; this env takes {list(known)}")
+    return dict(options)
 
 
 def transition_index(value: Any, size: int, what: str = "options['index']") -> int:

@@ -7,6 +7,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rlvr_envs.core.actions import reset_options
 from rlvr_envs.core.episode import Episode, action_space, check_mode, observation_space, verify_episodes
 from rlvr_envs.core.task import Task
 
@@ -82,10 +83,10 @@ class NextStatePredictionEnv(gym.Env):
     # -- gymnasium API -----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        index = (options or {}).get("index")
+        index = reset_options(options, ("index",)).get("index")
         if index is None:
             index = int(self.np_random.integers(len(self.task)))
-        self._episode = Episode(self.task, index)
+        self._episode = Episode(self.task, index)  # checks the index first: a refused reset changes nothing
         self._last_info = self._episode.info()
         return self._obs(), dict(self._last_info)
 

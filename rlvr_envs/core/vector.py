@@ -14,7 +14,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from rlvr_envs.core.actions import action_batch, integer_array, token_from_action
+from rlvr_envs.core.actions import action_batch, integer_array, reset_options, token_from_action
 from rlvr_envs.core.episode import (Episode, action_space, batch_observation, check_mode, observation_space,
                                     verify_episodes)
 from rlvr_envs.core.task import Task
@@ -86,7 +86,7 @@ class BatchedNextStatePredictionVectorEnv(VectorEnv):
     # -- gymnasium API -----------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        index = (options or {}).get("index")
+        index = reset_options(options, ("index",)).get("index")
         if index is None:
             indices = self.np_random.integers(len(self.task), size=self.num_envs)
         elif np.ndim(index) == 0:

@@ -9,10 +9,13 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rlvr_envs.core.actions import real_array
+from rlvr_envs.core.actions import real_array, reset_options
 from rlvr_envs.core.episode import refuse_mode
 from rlvr_envs.simulators.actions import ActionCounts, action_space, as_chunk_batch, sanitize_chunk
-from rlvr_envs.video.pusht.physics import ARENA_SIZE, SUCCESS_COVERAGE
+from rlvr_envs.video.pusht.physics import ARENA_SIZE, SUCCESS_COVERAGE, checked_physics
+
+#: what `LearnedPushTSim.reset(options=...)` reads (the class docstring says how)
+RESET_OPTIONS = ("physics", "frames", "actions", "agent_position", "episode", "start")
 
 LEARNED_SIM_ID = "RLVRWorld/PushT-LearnedSim-v0"
 REWARDS = ("judge", "none")
@@ -96,6 +99,8 @@ class LearnedPushTSim(gym.Env):
     - `{"frames": uint8 [n, H, W, 3], "actions": [n-1, 5, 2]}`: a real history (n >= 1);
     - `{"episode": PushTEpisode, "start": t}`: frames t, t+5, ... of a recorded episode;
     - nothing: gym-pusht's own random start for `seed`.
+    Other keys are refused, and so is a physics state that is not finite, puts the agent
+    outside the arena or the block's centre outside the walls (`checked_physics`).
     A history shorter than `history` frames is padded with its first frame, the agent
     standing still (its target = its position: `options["agent_position"]`, the physics
     state, else read from the frame's blue pixels).
@@ -248,7 +253,9 @@ class LearnedPushTSim(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        options = dict(options or {})
+        options = reset_options(options, RESET_OPTIONS)
+        if options.get("physics") is not None:  # checked even beside frames: a start's state is one input
+            options["physics"] = checked_physics(options["physics"])
         agent = options.get("agent_position")
         if "frames" in options:
             context = self.context_from(options["frames"], options.get("actions"), agent)

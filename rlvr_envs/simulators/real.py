@@ -18,7 +18,8 @@ import gymnasium as gym
 import numpy as np
 
 from rlvr_envs.simulators.actions import ActionCounts, action_space, as_chunk_batch, sanitize_chunk
-from rlvr_envs.video.pusht.physics import SUCCESS_COVERAGE, goal_coverage, gym_state
+from rlvr_envs.core.actions import reset_options
+from rlvr_envs.video.pusht.physics import SUCCESS_COVERAGE, checked_physics, goal_coverage, gym_state
 
 #: DINO-WM's PushT planning success: (agent, block) position error < 20 px, block angle error < pi/9
 DINO_WM_POSITION_TOLERANCE = 20.0
@@ -59,8 +60,9 @@ class PushTChunkEnv(gym.Env):
 
     ## Arguments
     `resolution` 64, `frame_skip` 5, `max_steps` 60, `invalid_actions` "clip" | "reject".
-    `reset(options={"physics": [10]})` starts from an exact state; without it gym-pusht's
-    random start for the seed.
+    `reset(options={"physics": [10]})` starts from an exact state (finite, the agent inside the
+    arena: `checked_physics`); without it gym-pusht's random start for the seed. The learned
+    simulator's `frames` and `actions` of the same start are accepted and not read.
     """
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 2}
@@ -106,9 +108,9 @@ class PushTChunkEnv(gym.Env):
         from rlvr_envs.video.pusht import physics_state
 
         super().reset(seed=seed)
-        options = options or {}
-        if options.get("physics") is not None:
-            physics = np.asarray(options["physics"], dtype=np.float64)
+        options = reset_options(options, ("physics", "frames", "actions"))  # frames, actions: the learned
+        if options.get("physics") is not None:  # simulator's view of the same start, not read here
+            physics = checked_physics(options["physics"], block_inside=False)  # an escaped block is a real state
         else:
             self.env.reset(seed=int(self.np_random.integers(0, 2**31 - 1)))
             physics = physics_state(self.env)

@@ -43,7 +43,7 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from rlvr_envs.core.episode import refuse_mode
-from rlvr_envs.core.actions import transition_index
+from rlvr_envs.core.actions import reset_options, transition_index
 from rlvr_envs.core.util import as_tuple, index_rng, split_stream
 from rlvr_envs.web import mini_web
 from rlvr_envs.web.mini_web import CHARSET, MAX_ACTION_CHARS, SITES, ActionError, Browser, MiniWebConfig, SiteState
@@ -418,9 +418,9 @@ class MiniWebGoalEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        options = options or {}
-        if "index" in options:
-            index = transition_index(options["index"], self.config.size)
+        index = reset_options(options, ("index",)).get("index")  # None: a random one, as on every id
+        if index is not None:
+            index = transition_index(index, self.config.size)
         else:
             index = int(self.np_random.integers(self.config.size))
         self.index = index

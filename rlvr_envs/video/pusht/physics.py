@@ -122,6 +122,33 @@ def block_centre(physics: Sequence[float]) -> np.ndarray:
     return physics[4:6] + _rotation(physics[6]) @ _T_COG
 
 
+#: the largest speed (px/s, rad/s) a physics state may give: far above any push (the agent's
+#: PD controller reaches a few hundred), far below what overflows the physics engine
+MAX_SPEED = 1e4
+
+
+def checked_physics(value: Any, what: str = "options['physics']", block_inside: bool = True) -> np.ndarray:
+    """A physics state given by a user (`PHYSICS_FIELDS`), float64, refused as ValueError naming
+    `what` unless it is 10 finite real numbers, the agent inside the arena, speeds within
+    `MAX_SPEED` and (with `block_inside`) the block's centre inside the walls: pymunk takes 1e300
+    with only printed warnings, and a learned simulator cannot show a block outside its frame."""
+    from rlvr_envs.core.actions import real_array
+
+    physics = real_array(value, what)
+    if physics.shape != (len(PHYSICS_FIELDS),) or not np.isfinite(physics).all():
+        raise ValueError(f"{what} must be {len(PHYSICS_FIELDS)} finite numbers {PHYSICS_FIELDS}, got shape "
+                         f"{physics.shape}" + ("" if physics.shape != (len(PHYSICS_FIELDS),) else " with NaN or inf"))
+    if not ((0.0 <= physics[0:2]) & (physics[0:2] <= ARENA_SIZE)).all():
+        raise ValueError(f"{what}: the agent at {physics[0:2].tolist()} is outside the arena [0, {ARENA_SIZE:g}]")
+    if np.abs(physics[[2, 3, 7, 8, 9]]).max() > MAX_SPEED or abs(physics[6]) > MAX_SPEED:
+        raise ValueError(f"{what}: speeds and the angle must be within +-{MAX_SPEED:g}, got "
+                         f"{physics[[2, 3, 6, 7, 8, 9]].tolist()}")
+    if block_inside and not block_in_arena(physics):
+        raise ValueError(f"{what}: the block at {physics[4:6].tolist()} has its centre outside the walls "
+                         f"{list(WALLS)}")
+    return physics
+
+
 def block_in_arena(physics: Sequence[float]) -> bool:
     """Whether the block's centre of gravity is inside the walls.
 
