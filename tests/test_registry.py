@@ -315,3 +315,11 @@ def test_plain_envs_refuse_unknown_reset_options_and_stay_usable(env_id):
         env.reset(options={"physic": [0.0] * 10})
     env.reset(seed=0)
     env.step(env.action_space.sample())
+
+
+def test_a_misspelt_kwarg_suggests_the_nearest_and_leaks_no_internals():
+    with pytest.raises(TypeError) as caught:
+        gym.make("RLVRWorld/MiniTextWorld-v0", rewrad="task")
+    message = str(caught.value)
+    assert message.startswith("RLVRWorld/MiniTextWorld-v0 got unknown argument(s) ['rewrad'] (did you mean reward=?)")
+    assert "environment creator" not in message and "rlvr_envs." not in message and "env_id" not in message

@@ -33,7 +33,14 @@ def build_task(task: str | type[Task], env_id: str | None = None, **kwargs: Any)
     allowed = [f.name for f in dataclasses.fields(config_cls)]
     unknown = sorted(set(kwargs) - set(allowed))
     if unknown:
-        raise TypeError(f"{cls.__name__} got unknown argument(s) {unknown}; allowed: {allowed} (and mode, render_mode)")
+        import difflib
+
+        from rlvr_envs.core.errors import UnknownArgumentError
+
+        near = [match for key in unknown for match in difflib.get_close_matches(key, [*allowed, "mode"], n=1)]
+        hint = f" (did you mean {', '.join(f'{k}=' for k in near)}?)" if near else ""
+        raise UnknownArgumentError(f"{env_id or cls.__name__} got unknown argument(s) {unknown}{hint}; allowed: "
+                                   f"{allowed} (and mode, render_mode)")
     config = config_cls(**kwargs)
     config.validate()
     try:
