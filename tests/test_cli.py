@@ -152,3 +152,14 @@ def test_a_data_root_that_cannot_be_written_is_one_line_naming_it(monkeypatch, c
     err = capsys.readouterr().err.strip()
     assert "\n" not in err and err.startswith("rlvr-world: error: cannot write the heldout PushT episodes into "
                                               "/sys/rlvr-world-data/") and "set RLVR_WORLD_DATA" in err, err
+
+
+def test_a_missing_data_dir_is_named_before_any_optional_component(capsys):
+    """An RT-1 id with data_dir= a folder that does not exist: the folder, not the LPIPS trunk."""
+    from rlvr_envs.video.task import default_tokenizer_dir
+
+    assert main(["episode", "RLVRWorld/RT1-SingleStep-v0", "--env-kwargs", "data_dir=/nonexistent/rt1",
+                 f"tokenizer={default_tokenizer_dir()}"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rlvr-world: error: data_dir=/nonexistent/rt1: no such folder; it should be converted RT-1")
+    assert "LPIPS" not in err and "\n" not in err

@@ -156,6 +156,8 @@ class VideoTaskConfig:
         problem = missing_arguments(self.dataset, self.data_dir, self.tokenizer)
         if problem:
             raise ValueError(problem)
+        if self.data_dir is not None and not Path(self.data_dir).expanduser().is_dir():  # before any optional part
+            raise FileNotFoundError(f"data_dir={self.data_dir}: no such folder; it should be {self.spec.data_hint}")
         if not self.frame_offsets or any(not 0 <= o < self.frame_skip for o in self.frame_offsets):
             raise ValueError(f"frame_offsets must lie in [0, frame_skip={self.frame_skip}), got {self.frame_offsets}")
         if self.split not in SPLITS:
