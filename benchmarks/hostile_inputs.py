@@ -86,6 +86,7 @@ def text_cases() -> dict[str, Callable[[], str]]:
         "uuids in other digits": lambda: text_game_answer(removed='"٥", "５", "²", "--5"'),
         "400-digit integers": lambda: text_game_answer(removed="9" * 400, score="9" * 400),
         "two answers 10 KB apart": lambda: text_game_answer() + " and again:" * 1_000 + text_game_answer(),
+        "an answer and 100,000 stray '}'": lambda: text_game_answer() + "}" * 100_000,
         "over the size limit": lambda: "New items:\n" + "[1] link 'x'\n" * (MAX_RESPONSE_CHARS // 13 + 1),
     }
 

@@ -33,7 +33,7 @@ ENV_IDS = ("RLVRWorld/MiniTextWorld-v0", "RLVRWorld/MiniWeb-v0")
 TEXTS = text_cases()
 #: complete text-game answers with hostile content: they must parse
 TEXT_GAME_ANSWERS = {"1,000-character object key", "uuids in other digits", "400-digit integers",
-                     "two answers 10 KB apart"}
+                     "two answers 10 KB apart", "an answer and 100,000 stray '}'"}
 
 
 @functools.cache
@@ -89,6 +89,19 @@ def test_refused_web_answers_say_why():
         parse_changes(text("over the size limit"))
     with pytest.raises(AnswerError, match="no 'New items:'"):
         parse_changes(text("4 KB line of spaces"))
+
+
+@pytest.mark.parametrize("stray", ["}", "]", "} ]"])
+def test_stray_closing_brackets_after_the_answer_are_ignored_at_any_length(stray):
+    """No length cliff: the gold answer followed by stray closers reads as the gold answer, whether
+    there are 2,000 of them (once repaired below MAX_REPAIR_CHARS) or 100,000."""
+    gold = {"modified": [{"uuid": 1, "name": "x"}], "removed": [2], "score": {"score": 1}}
+    for count in (1, 2_000, 4_000, 100_000):
+        assert parse_json_object(json.dumps(gold) + stray * count) == gold, count
+    task = env("RLVRWorld/MiniTextWorld-v0").unwrapped.task
+    answer = task.target_text(0)
+    rewards = {count: task.verify_text([0], [answer + "}" * count])[0].reward for count in (2_000, 4_000, 100_000)}
+    assert set(rewards.values()) == {task.max_reward(0)}, rewards
 
 
 def test_valid_large_json_still_parses():

@@ -11,8 +11,10 @@ refuse *truncated* JSON: a response cut off by the length limit is not an answer
 follows is not read), and when that span holds several top-level objects, the *last* one is
 parsed and the others are ignored: `{wrong} {right}` reads `{right}` and `{right} {wrong}`
 reads `{wrong}`, at any length (a repair's guess used to decide, and only below
-`MAX_REPAIR_CHARS`). When the span's last object is cut off (an unclosed string or bracket),
-the answer is truncated, whatever came before it.
+`MAX_REPAIR_CHARS`). Stray closing brackets after that object are formatting noise and not
+read, however many (`{gold}}}}` reads `{gold}`: a repair used to decide that too, so 2,000
+stray braces scored the maximum and 4,000 the minimum). When the span's last object is cut
+off (an unclosed string or bracket), the answer is truncated, whatever came before it.
 
 **Bounded work.** A reward must come back in bounded time whatever the policy writes, so
 every step here is linear in the length of the response and some inputs are refused up
@@ -109,14 +111,15 @@ def extract_answer(text: str) -> str:
     return text.strip()
 
 
-def _last_object(candidate: str, max_depth: int = MAX_JSON_DEPTH) -> tuple[int, str | None]:
-    """Where the last top-level object of `candidate` starts, and why it cannot be a complete
-    answer (an unclosed string or bracket, or nesting deeper than `max_depth`) or None.
+def _last_object(candidate: str, max_depth: int = MAX_JSON_DEPTH) -> tuple[int, int, str | None]:
+    """Where the last top-level object of `candidate` starts and ends (the index past its closing
+    bracket: stray closers after it are not part of it), and why it cannot be a complete answer
+    (an unclosed string or bracket, or nesting deeper than `max_depth`) or None.
 
     `candidate` runs from a "{" to a "}". An object ends at its matching bracket, strings
     (double- or single-quoted, as the repairs allow) skipped; between objects only "{" is
     read, so prose there may hold quotes and brackets. One pass, constant memory."""
-    depth, start = 0, 0
+    depth, start, end = 0, 0, len(candidate)
     in_string, escaped, quote = False, False, ""
     for position, ch in enumerate(candidate):
         if in_string:
@@ -134,14 +137,16 @@ def _last_object(candidate: str, max_depth: int = MAX_JSON_DEPTH) -> tuple[int, 
         elif ch == "{" or ch == "[":
             depth += 1
             if depth > max_depth:
-                return start, f"nested deeper than {max_depth} levels"
+                return start, end, f"nested deeper than {max_depth} levels"
         elif ch == "}" or ch == "]":
             depth -= 1
+            if not depth:
+                end = position + 1
     if in_string:
-        return start, "unterminated string"
+        return start, end, "unterminated string"
     if depth:
-        return start, f"{depth} unclosed bracket(s)"
-    return start, None
+        return start, end, f"{depth} unclosed bracket(s)"
+    return start, end, None
 
 
 def _deeper_than(value: Any, limit: int) -> bool:
@@ -274,13 +279,14 @@ def parse_json_object(text: str, required_keys: tuple[str, ...] = ()) -> dict[st
     candidate = answer[start:end + 1]
     value = _well_formed(candidate)
     if value is _MALFORMED:
-        last, reason = _last_object(candidate)
+        last, end, reason = _last_object(candidate)
         if reason is not None:
             if reason.startswith("nested"):
                 raise AnswerError(f"JSON {reason}")
             raise AnswerError(f"truncated JSON ({reason})")
-        candidate = candidate[last:]
-        value = _well_formed(candidate) if last else _MALFORMED
+        trimmed = candidate[last:end]  # the last object alone: earlier objects and stray closers dropped
+        value = _well_formed(trimmed) if trimmed != candidate else _MALFORMED
+        candidate = trimmed
     if value is _MALFORMED:
         if "\\" not in candidate:  # (a \u escape could spell a key) no repair can add a key the text never names
             for key in required_keys:
