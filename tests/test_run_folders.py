@@ -109,3 +109,19 @@ def test_language_grpo_without_a_model_is_a_bad_argument(tmp_path, capsys):
         parse_args(["--env-id", "RLVRWorld/MiniTextWorld-v0", "--out", str(tmp_path / "g")])
     err = capsys.readouterr().err
     assert caught.value.code == 2 and "Traceback" not in err and "pass --model" in err.splitlines()[-1], err
+
+
+@pytest.mark.parametrize("command", [
+    ["plan", "--planners", "random", "--episodes", "1", "--horizon", "1", "--samples", "4", "--top-k", "2",
+     "--iterations", "1", "--rounds", "1", "--heldout-episodes", "2", "--gifs", "0"],
+    ["policy-eval", "--starts", "1", "--heldout-episodes", "2", "--max-steps", "1", "--noise", "0", "--threads", "1"]],
+    ids=["plan", "policy-eval"])
+def test_plan_and_policy_eval_refuse_a_folder_another_run_writes(held, command, capsys):
+    pytest.importorskip("torch")
+    from rlvr_envs.cli import main
+
+    folder, pid = held
+    assert main([*command, "--out", str(folder)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith(f"rlvr-world: error: {folder} is being written by another run (pid {pid}"), err
+    assert sorted(p.name for p in folder.iterdir()) == [LOCK_NAME]

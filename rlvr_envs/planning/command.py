@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from rlvr_envs.core.arguments import at_least, existing_dir, output_dir, real_at_least
+from rlvr_envs.core.files import OutputLock, write_json_atomic
 
 PLANNERS = ("base", "rlvr", "random", "true_sim", "blind")
 
@@ -113,6 +114,7 @@ def run(args: argparse.Namespace) -> int:
     from rlvr_envs.video.task import embedded_heldout_dir
 
     from rlvr_envs.core.device import setup_device
+    from rlvr_envs.core.records import recorded_command
 
     check(args)
     if args.threads:
@@ -137,27 +139,27 @@ def run(args: argparse.Namespace) -> int:
         else:
             planners[name] = RandomPlanner(config) if name == "random" else BlindCEMPlanner(config)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    done = _previous_rows(out / "results.json", config, mpc, args.objective, args.history) if args.resume else {}
-    rows, summary = [], {}
-    for name, planner in planners.items():
-        results = []
-        for task in tqdm(tasks, desc=f"plan {name}"):
-            if (planner.name, task.index) in done:
-                row = done[planner.name, task.index]
-                results.append(EpisodeResult(**{k: v for k, v in row.items() if k != "source"}))
-                rows.append(row)
-                continue
-            record = task.index < args.gifs
-            result = run_episode(real, planner, task, mpc, seed=args.seed, record=record)
-            results.append(result)
-            rows.append(result.as_dict() | {"source": task.source})
+    with OutputLock(out, recorded_command("rlvr-world plan", args)):  # one run writes a folder
+        done = _previous_rows(out / "results.json", config, mpc, args.objective, args.history) if args.resume else {}
+        rows, summary = [], {}
+        for name, planner in planners.items():
+            results = []
+            for task in tqdm(tasks, desc=f"plan {name}"):
+                if (planner.name, task.index) in done:
+                    row = done[planner.name, task.index]
+                    results.append(EpisodeResult(**{k: v for k, v in row.items() if k != "source"}))
+                    rows.append(row)
+                    continue
+                record = task.index < args.gifs
+                result = run_episode(real, planner, task, mpc, seed=args.seed, record=record)
+                results.append(result)
+                rows.append(result.as_dict() | {"source": task.source})
+                summary[name] = success_summary(results)
+                write_json_atomic(out / "results.json", _report(args, config, mpc, data, summary, rows))
+                if record:
+                    save_episode_gif(out / "gifs" / f"{name}_{task.index:03d}.gif", real, task, result)
             summary[name] = success_summary(results)
-            (out / "results.json").write_text(json.dumps(_report(args, config, mpc, data, summary, rows), indent=2) + "\n")
-            if record:
-                save_episode_gif(out / "gifs" / f"{name}_{task.index:03d}.gif", real, task, result)
-        summary[name] = success_summary(results)
-        (out / "results.json").write_text(json.dumps(_report(args, config, mpc, data, summary, rows), indent=2) + "\n")
+            write_json_atomic(out / "results.json", _report(args, config, mpc, data, summary, rows))
     print(format_table(summary, config))
     return 0
 
