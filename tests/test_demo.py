@@ -68,7 +68,7 @@ def test_tiny_text_demo_compares_the_shipped_sft_model_with_its_grpo_successor(t
     assert baseline["accuracy_unchanged"] == 1.0 and baseline["accuracy_changed"] == 0.0
     report = (tmp_path / "demo" / "report.md").read_text()
     assert "| rlvr |" in report and "| nothing_changes (baseline) |" in report
-    assert "What GRPO does at this scale" in report and "docs/scale_out.md" in report
+    assert "What GRPO does at this scale" in report and "benchmarks/results/gpu_check/" in report
     assert (tmp_path / "demo" / "grpo_reward.png").stat().st_size > 0
 
 
@@ -157,3 +157,17 @@ def test_the_demo_runs_a_fixed_number_of_steps_and_a_time_limit_only_when_asked(
                        ({"reward": "lpips"}, "reward must be one of")):
         with pytest.raises(ValueError, match=match):
             Args(**bad).validate()
+
+
+def test_the_report_says_what_happened_to_the_reward_grpo_trained_on(tmp_path):
+    from trainers.common import reward_trend
+
+    log = tmp_path / "log.jsonl"
+    rows = [{"step": i, "reward": -0.02 + 0.001 * i} for i in range(1, 21)] + [{"step": 20, "eval": {}}]
+    log.write_text("\n".join(json.dumps(row) for row in rows) + "\n")
+    assert reward_trend(log) == ("Training reward (on the training prompts, the mean of the first / last 10 steps): "
+                                 "-0.0145 -> -0.0045.")
+    log.write_text(json.dumps({"step": 1, "reward": 0.5}) + "\n")
+    assert "first / last 1 steps): 0.5000 -> 0.5000" in reward_trend(log)
+    log.write_text("")
+    assert reward_trend(log) == "GRPO logged no training reward."

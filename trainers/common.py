@@ -317,6 +317,20 @@ def reward_figure(log: Path, path: Path, ylabel: str = "reward (-MAE)") -> None:
     plt.close(fig)
 
 
+def reward_trend(log: Path, window: int = 10) -> str:
+    """The training reward GRPO maximised, its mean over the first and the last `window` steps of a
+    log.jsonl, as a sentence: a report says what happened to the reward it trained on."""
+    import numpy as np
+
+    rewards = [row["reward"] for row in map(json.loads, log.read_text(encoding="utf-8").splitlines())
+               if "reward" in row]
+    if not rewards:
+        return "GRPO logged no training reward."
+    n = min(window, len(rewards))
+    return (f"Training reward (on the training prompts, the mean of the first / last {n} steps): "
+            f"{np.mean(rewards[:n]):.4f} -> {np.mean(rewards[-n:]):.4f}.")
+
+
 def lora_config(r: int, alpha: int):
     """The one LoRA setup of every trainer: rank `r` on every linear layer but the output head
     (for LLaMA: q, k, v, o, gate, up, down projections), no dropout."""

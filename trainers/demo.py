@@ -44,7 +44,8 @@ import numpy as np
 
 from rlvr_envs.core.files import strict_json
 from rlvr_envs.video.pusht.physics import ARENA_SIZE
-from trainers.common import command_line, grpo_run, machine_line, parse_dataclass_args, reward_figure, step_line
+from trainers.common import (command_line, grpo_run, machine_line, parse_dataclass_args, reward_figure,
+                             reward_trend, step_line)
 
 ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
 DOMAINS = ("pusht", "text")
@@ -363,10 +364,11 @@ def main(args: Args) -> dict:
               f"{results['total_seconds'] / 60:.1f} min in all ({step_line(card['steps'], card['train_seconds_this_run'])})"
               f"{load_note(results['run'])}.\n\nGRPO reward ({args.reward}): {REWARDS[args.reward][1]}.\n\n"
               + (f"**{shortfall}.**\n\n" if shortfall else "") + f"{table(results)}\n\n"
-              f"{verdict(results)}\n\n![frames](frames.png)\n\n![reward](grpo_reward.png)\n\n{PLANNING_NOTE}\n")
+              f"{verdict(results)}\n\n{reward_trend(out / 'grpo' / 'log.jsonl')}\n\n![frames](frames.png)\n\n![reward](grpo_reward.png)\n\n{PLANNING_NOTE}\n")
     (out / "report.md").write_text(report, encoding="utf-8")
     print(table(results))
     print(verdict(results))
+    print(reward_trend(out / "grpo" / "log.jsonl"))
     print(PLANNING_NOTE)
     if shortfall:
         print(shortfall)
