@@ -51,7 +51,8 @@ def run_checkout_command(name: str, argv: list[str]) -> int:
     root = checkout_root()
     if not (root / (program.replace(".", "/") + ".py")).is_file():
         print(f"rlvr-world: error: `rlvr-world {name}` runs {program} from a checkout of the project, and this "
-              f"install has none; run it from a clone: git clone <repo> && cd <clone> && pip install -e '.[all]'",
+              f"install has none; run it from a clone: git clone <repo> && cd <clone> && pip install -e \".[dev]\" "
+              "(README's install for the trainers)",
               file=sys.stderr)
         return 1
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))

@@ -82,6 +82,7 @@ def test_demo_without_a_checkout_is_one_line(monkeypatch, tmp_path, capsys):
     assert main(["demo"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("rlvr-world: error:") and "\n" not in err and "from a clone" in err
+    assert 'pip install -e ".[dev]"' in err  # the README's command, word for word
 
 
 def test_list_shows_every_registered_id_with_its_availability(capsys):
