@@ -125,3 +125,16 @@ def test_plan_and_policy_eval_refuse_a_folder_another_run_writes(held, command, 
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith(f"rlvr-world: error: {folder} is being written by another run (pid {pid}"), err
     assert sorted(p.name for p in folder.iterdir()) == [LOCK_NAME]
+
+
+@pytest.mark.parametrize("raised, code, says", [
+    (OutputInUse("/runs/x is being written by another run (pid 1)"), 1, "error: /runs/x is being written"),
+    (KeyboardInterrupt(), 130, "interrupted; rerun the same command with --resume to continue")])
+def test_a_trainer_command_ends_work_time_failures_in_one_line(raised, code, says, capsys):
+    def main(args):
+        raise raised
+
+    with pytest.raises(SystemExit) as caught:
+        common.run_command(main, lambda: Args(out="x"))
+    err = capsys.readouterr().err
+    assert caught.value.code == code and err.count("\n") == 1 and says in err, err
