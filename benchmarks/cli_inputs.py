@@ -1,6 +1,7 @@
 """Bad command-line values, each run as a user would: every one must end in argparse's one-line
 error with exit code 2 (after its usage block, and nothing else on stderr), before any work,
-never in a traceback or an accepted run.
+never in a traceback or an accepted run; and missing or broken data named on the command line
+(`data_cases`) in one line with exit code 1 and no usage block.
 
     python -m benchmarks.cli_inputs        # -> benchmarks/results/cli_inputs.{json,md}
 
@@ -29,11 +30,14 @@ BOUND_S = 90.0  #: a bad value still running after this long was accepted (work 
 
 def cases(scratch: Path) -> dict[str, list[str]]:
     """Case name -> argv after `python -m` (the module first). `scratch` holds `a_file` (an
-    existing file), `finished/` (a finished run's card.json) and `started/` (an unfinished
-    run's log.jsonl), and is itself a folder that exists."""
+    existing file), `finished/` (a finished run's card.json), `started/` (an unfinished
+    run's log.jsonl; with the settings it started with in `settings.json`), and is itself a
+    folder that exists."""
     a_file = str(scratch / "a_file")
     out = str(scratch / "out")
     finished, started, empty = str(scratch / "finished"), str(scratch / "started"), str(scratch / "empty")
+    gpu_check = ["benchmarks.gpu_check", "--device", "cpu", "--out", out, "--work", out]
+    language = ["trainers.grpo", "--env-id", "RLVRWorld/MiniTextWorld-v0"]
     unwritable = "/proc/rlvr-world/out"  # /proc takes no new entries, even from root
     cli = ["rlvr_envs.cli"]
     video = ["trainers.grpo", "--env-id", "RLVRWorld/PushT-SingleStep-v0"]
@@ -136,6 +140,71 @@ def cases(scratch: Path) -> dict[str, list[str]]:
                                                  "--out", out],
         "trainers.train_video_world_model --micro-batch -1": ["trainers.train_video_world_model", "--micro-batch",
                                                               "-1", "--out", out],
+        "gpu_check --deadline inf": [*gpu_check, "--deadline", "inf"],
+        "gpu_check --deadline 1e309": [*gpu_check, "--deadline", "1e309"],
+        "gpu_check --deadline past a day": [*gpu_check, "--deadline", "1e300"],
+        "gpu_check --deadline 0": [*gpu_check, "--deadline", "0"],
+        "gpu_check --threads 0": [*gpu_check, "--threads", "0"],
+        "gpu_check --stages ''": [*gpu_check, "--stages", ""],
+        "gpu_check --stages nope": [*gpu_check, "--stages", "nope"],
+        "trainers.grpo language id without --model": [*language, "--out", out],
+        "trainers.grpo --generation-batch on a language id": [*language, "--model", "/x", "--generation-batch", "2",
+                                                              "--out", out],
+        "trainers.grpo --video-prompts on a language id": [*language, "--model", "/x", "--video-prompts", "a",
+                                                           "--out", out],
+        "trainers.grpo --balance on a video id": [*video, "--balance", "--out", out],
+        "trainers.grpo --resume with another --lr": [*video, "--resume", "--lr", "1", "--out", started],
+        "trainers.grpo --resume with another --seed": [*video, "--resume", "--seed", "3", "--out", started],
+        "trainers.sft --resume with another --lr": ["trainers.sft", "--from-scratch", "--resume", "--lr", "1",
+                                                    "--out", started],
+        "trainers.train_frame_tokenizer --resume with another --lr": ["trainers.train_frame_tokenizer", "--resume",
+                                                                      "--lr", "1", "--out", started],
+        "trainers.train_video_world_model --resume with another --seed": ["trainers.train_video_world_model",
+                                                                          "--resume", "--seed", "3", "--out", started],
+        "trainers.train_compressed_tokenizer --resume with another --lr": ["trainers.train_compressed_tokenizer",
+                                                                           "--resume", "--lr", "1", "--out", started],
+        "trainers.grpo --eval-windows 0": [*video, "--eval-windows", "0", "--out", out],
+        "trainers.grpo --prompts-per-step 0": [*video, "--prompts-per-step", "0", "--out", out],
+        "trainers.sft --batch-size 0": ["trainers.sft", "--from-scratch", "--batch-size", "0", "--out", out],
+        "trainers.train_frame_tokenizer --steps 0": ["trainers.train_frame_tokenizer", "--steps", "0", "--out", out],
+        "trainers.train_video_world_model --batch-size 0": ["trainers.train_video_world_model", "--batch-size", "0",
+                                                            "--out", out],
+        "trainers.train_compressed_tokenizer --threads 0": ["trainers.train_compressed_tokenizer", "--threads", "0",
+                                                            "--out", out],
+        "policy-eval --policy builtins:exec": [*cli, "policy-eval", "--policy", "builtins:exec", "--out", out],
+        "policy-eval --policy os:system": [*cli, "policy-eval", "--policy", "os:system", "--out", out],
+        "policy-eval --policy builtins:input": [*cli, "policy-eval", "--policy", "builtins:input", "--out", out],
+        "policy-eval --policy builtins:breakpoint": [*cli, "policy-eval", "--policy", "builtins:breakpoint",
+                                                     "--out", out],
+        "policy-eval --on-policy-error nope": [*cli, "policy-eval", "--on-policy-error", "nope", "--out", out],
+        "policy-eval --lead -1": [*cli, "policy-eval", "--lead", "-1", "--out", out],
+        "policy-eval --heldout-episodes 0": [*cli, "policy-eval", "--heldout-episodes", "0", "--out", out],
+        "plan --heldout-episodes 0": [*cli, "plan", "--heldout-episodes", "0", "--out", out],
+        "data pusht --seed -1": [*cli, "data", "pusht", "--seed", "-1", "--out", out],
+        "episode --env-kwargs size=0": [*cli, "episode", "--env-kwargs", "size=0"],
+        "episode --env-kwargs misspelt key on a video id": [*cli, "episode", "RLVRWorld/PushT-SingleStep-v0",
+                                                            "--env-kwargs", "rewrad=mae"],
+    }
+
+
+def data_cases(scratch: Path) -> dict[str, list[str]]:
+    """Case name -> argv (as `cases`) of missing or broken data named on the command line: one line
+    (no usage block) and exit code 1, the README's rule for data, never a traceback."""
+    from rlvr_envs.video.task import default_tokenizer_dir
+
+    cli = ["rlvr_envs.cli", "episode"]
+    return {
+        "episode --env-kwargs tokenizer= a missing folder": [*cli, "RLVRWorld/MiniTextWorld-v0", "--env-kwargs",
+                                                              "tokenizer=/nonexistent/tok"],
+        "episode --env-kwargs tokenizer= a file": [*cli, "RLVRWorld/MiniTextWorld-v0", "--env-kwargs",
+                                                   f"tokenizer={scratch / 'a_file'}"],
+        "episode --env-kwargs tokenizer= an empty folder": [*cli, "RLVRWorld/MiniTextWorld-v0", "--env-kwargs",
+                                                            f"tokenizer={scratch / 'empty'}"],
+        "episode RT-1 with data_dir= a missing folder": [*cli, "RLVRWorld/RT1-SingleStep-v0", "--env-kwargs",
+                                                         "data_dir=/nonexistent/rt1",
+                                                         f"tokenizer={default_tokenizer_dir()}"],
+        "episode TextGame with --data-dir holding no data": [*cli, "RLVRWorld/TextGame-v0", "--data-dir",
+                                                             str(scratch / "empty")],
     }
 
 
@@ -146,13 +215,15 @@ def scratch_dir() -> Path:
         (scratch / name).mkdir()
         if marker:
             (scratch / name / marker).write_text("{}\n" if marker.endswith(".json") else "")
+    (scratch / "started" / "settings.json").write_text(json.dumps({"lr": 5e-5, "seed": 0}) + "\n")
     return scratch
 
 
-def judge(returncode: int | None, stderr: str, seconds: float) -> dict:
-    """What a case did: `refused` (exit 2, no traceback, argparse's usage block at most once and
-    exactly one `error:` line, nothing else on stderr), or why not: `extra output` counts every
-    other line (a warning, a progress bar, a second error), which the one-line promise excludes."""
+def judge(returncode: int | None, stderr: str, seconds: float, expected: int = 2) -> dict:
+    """What a case did: `refused` (exit `expected`, no traceback, exactly one `error:` line and
+    nothing else on stderr but, for exit 2, argparse's usage block once), or why not: `extra
+    output` counts every other line (a warning, a progress bar, a second error, a usage block
+    before a data error), which the one-line promise excludes."""
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
     error = next((line for line in reversed(lines) if "error:" in line), lines[-1] if lines else "")
     usage = [i for i, line in enumerate(lines) if line.startswith("usage:")]
@@ -160,17 +231,17 @@ def judge(returncode: int | None, stderr: str, seconds: float) -> dict:
                  if lines[i].startswith((" ", "\t")) and all(lines[j].startswith((" ", "\t"))
                                                             for j in range(start + 1, i + 1))}
     errors = [line for line in lines if "error:" in line]
-    extra = len(lines) - len(usage[:1]) - len(continued) - len(errors[:1])
+    extra = len(lines) - len(errors[:1]) - (len(usage[:1]) + len(continued) if expected == 2 else 0)
     traceback = "Traceback (most recent call last)" in stderr
     accepted = returncode is None or returncode == 0
     outcome = ("traceback" if traceback else "accepted" if accepted else
-               f"exit {returncode}" if returncode != 2 or not errors else
+               f"exit {returncode}" if returncode != expected or not errors else
                "extra output" if extra or len(usage) > 1 else "refused")
     return {"outcome": outcome, "returncode": returncode, "traceback": traceback, "accepted": accepted,
             "seconds": round(seconds, 2), "error": error.strip(), "extra_lines": extra}
 
 
-def run_case(argv: list[str]) -> dict:
+def run_case(argv: list[str], expected: int = 2) -> dict:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     started = time.perf_counter()
     try:
@@ -178,15 +249,16 @@ def run_case(argv: list[str]) -> dict:
                               timeout=BOUND_S)
     except subprocess.TimeoutExpired as expired:
         stderr = expired.stderr.decode() if isinstance(expired.stderr, bytes) else (expired.stderr or "")
-        return judge(None, stderr, time.perf_counter() - started)
-    return judge(done.returncode, done.stderr, time.perf_counter() - started)
+        return judge(None, stderr, time.perf_counter() - started, expected)
+    return judge(done.returncode, done.stderr, time.perf_counter() - started, expected)
 
 
 def markdown(result: dict) -> str:
     counts = result["counts"]
     lines = ["# Bad command-line values", "", f"Measured by `{result['command']}`; {result['note']}.", "",
-             f"**{counts['cases']} bad values: {counts['refused']} refused with exit code 2 and a one-line error "
-             f"(after argparse's usage block), {counts.get('extra_output', 0)} with other lines on stderr, "
+             f"**{counts['cases']} bad values: {counts['refused']} refused with a one-line error and the "
+             f"documented exit code (2 after argparse's usage block for a bad argument, 1 alone for missing or "
+             f"broken data), {counts.get('extra_output', 0)} with other lines on stderr, "
              f"{counts['tracebacks']} tracebacks, {counts['accepted']} accepted.** Each case runs in a fresh "
              f"process (`python -m ...`); seconds include Python's start and the command's imports.", "",
              "| case | outcome | exit | s | message |", "|---|---|---:|---:|---|"]
@@ -206,10 +278,12 @@ def main(argv: list[str] | None = None) -> int:
     record = RunRecord("python -m benchmarks.cli_inputs", args, threads=1)
     scratch = scratch_dir()
     rows = {}
-    for name, case in cases(scratch).items():
+    every = [(name, case, 2) for name, case in cases(scratch).items()] + \
+        [(name, case, 1) for name, case in data_cases(scratch).items()]
+    for name, case, expected in every:
         if args.only in name:
             rows[name] = {"argv": ["python", "-m", *[a.replace(str(scratch), "SCRATCH") for a in case]],
-                          **run_case(case)}
+                          "expected_exit": expected, **run_case(case, expected)}
             print(f"{rows[name]['outcome']:>9}  {rows[name]['seconds']:5.1f} s  {name}: {rows[name]['error']}")
     run = record.finish()
     result = {"command": "python -m benchmarks.cli_inputs" + (f" --only {args.only}" if args.only else ""),

@@ -9,10 +9,15 @@ import importlib
 
 import pytest
 
-from benchmarks.cli_inputs import cases, scratch_dir
+from benchmarks.cli_inputs import cases, data_cases, scratch_dir
 
 SCRATCH = scratch_dir()
 CASES = cases(SCRATCH)
+DATA_CASES = data_cases(SCRATCH)
+
+
+def test_the_catalogue_covers_every_case_the_issues_found():
+    assert len(CASES) + len(DATA_CASES) >= 110
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -26,11 +31,23 @@ def test_bad_value_is_refused_with_one_line_and_exit_code_2(name, capsys):
 
             main(argv)
         else:
-            importlib.import_module(module).parse_args(argv)
+            program = importlib.import_module(module)
+            getattr(program, "parse_args", program.main)(argv)  # gpu_check parses inside its main
     err = capsys.readouterr().err
     assert caught.value.code == 2, err
     errors = [line for line in err.splitlines() if "error:" in line]
     assert len(errors) == 1 and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("name", list(DATA_CASES))
+def test_missing_or_broken_data_is_one_line_and_exit_code_1(name, capsys, monkeypatch):
+    from rlvr_envs.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    module, *argv = DATA_CASES[name]
+    assert module == "rlvr_envs.cli" and main(argv) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("rlvr-world: error: ") and "\n" not in err, err
 
 
 def test_the_benchmark_judges_outcomes_as_the_issue_counts_them():
@@ -44,6 +61,10 @@ def test_the_benchmark_judges_outcomes_as_the_issue_counts_them():
     assert judge(2, wrapped, 0.1)["outcome"] == "refused"
     assert judge(2, "warning: slow\n" + wrapped, 0.1)["outcome"] == "extra output"
     assert judge(2, wrapped + "x: error: a second one\n", 0.1)["extra_lines"] == 1
+    # a data error (exit 1) is the one line alone: a usage block before it is extra output
+    assert judge(1, "x: error: no such folder: /d\n", 0.1, expected=1)["outcome"] == "refused"
+    assert judge(1, wrapped, 0.1, expected=1)["outcome"] == "extra output"
+    assert judge(2, "x: error: no such folder: /d\n", 0.1, expected=1)["outcome"] == "exit 2"
 
 
 def _commands():
