@@ -160,7 +160,7 @@ def train(args: GRPOConfig) -> dict[str, Any]:
         "processes": int(trainer.accelerator.num_processes),
         "seconds": time.perf_counter() - started}
     if trainer.is_world_process_zero():
-        finish_run(trainer, train_task, out, results, evaluator.history, steps_per_step=mu)
+        finish_run(trainer.model, train_task, out, results, evaluator.history, steps_per_step=mu)
         print(f"zero-spread groups {100 * results['frac_zero_spread_groups']:.1f}%, reward failures "
               f"{reward.failures}; final model: {results['final_model']}")
     if torch.distributed.is_available() and torch.distributed.is_initialized():

@@ -1,4 +1,4 @@
-"""Supervised fine-tuning of a language world model on a task's gold answers (TRL SFTTrainer).
+"""Supervised fine-tuning of a language world model on a task's gold answers.
 
     python -m trainers.sft --env-id RLVRWorld/MiniTextWorld-v0 --from-scratch --preset small --balance \
         --steps 3000 --out runs/sft_mtw
@@ -14,10 +14,14 @@ model later conditions on and produces in GRPO and evaluation (a joint tokenisat
 merge tokens across the boundary).
 
 `--from-scratch` builds a small LLaMA (`TEXT_PRESETS`) on the task's tokenizer (the shipped
-BPE of MiniTextWorld / MiniWeb by default), so the whole language pipeline runs on a CPU;
-otherwise `--model` is any Hugging Face causal LM (the task then tokenises with the
-model's tokenizer unless `--env-kwargs tokenizer=...` says otherwise), optionally with
-LoRA (`--lora-r`). `--balance` draws changed and unchanged transitions equally often
+BPE of MiniTextWorld / MiniWeb by default), so the whole language pipeline runs on a CPU, and
+trains it on the loop every from-scratch world model shares (`trainers.token_rows`, as the video
+MLE trainer): transitions packed into fixed-length rows with attention confined to each
+transition, the rows on `--device`, fused AdamW on CUDA, warmup-cosine, bf16 autocast where
+native, torch.compile on CUDA; the loss is on prompt and answer unless `--answer-only`.
+Otherwise `--model` is any Hugging Face causal LM, fine-tuned by TRL's SFTTrainer (the task
+then tokenises with the model's tokenizer unless `--env-kwargs tokenizer=...` says
+otherwise; the loss on the answer unless `--prompt-loss`), optionally with LoRA (`--lora-r`). `--balance` draws changed and unchanged transitions equally often
 (RLVR-World balanced them: "nothing changes" alone is right on most transitions).
 
 Held-out exact accuracy (overall, changed, unchanged; `rlvr_envs.integrations.hf`) is
@@ -72,7 +76,13 @@ class Args:
     lora_r: int = 0  #: 0 = train every weight; >0 = peft LoRA of this rank
     lora_alpha: int = 16
     balance: bool = False  #: sample changed and unchanged transitions equally often
-    prompt_loss: bool = False  #: train on the prompt tokens too (free extra signal: the states in the prompt teach JSON and copying)
+    #: train on the prompt tokens too (free extra signal: the states in the prompt teach JSON and copying); on by
+    #: default for a model trained from scratch (as the shipped models were), off for a pretrained --model
+    prompt_loss: bool = False
+    answer_only: bool = False  #: from scratch: the loss on the answer only (no prompt loss)
+    #: from scratch: tokens per packed row (0 = twice the longest example, rounded up to 64)
+    row_tokens: int = 0
+    device: str = "auto"  #: auto (CUDA when present), cpu, cuda or cuda:N
     train_size: int = 0  #: training transitions (tasks with a `size` argument; 0 = the task's default)
     eval_size: int = 64  #: held-out (test split) transitions evaluated
     max_seconds: float = 0.0  #: also stop after this much training time (0 = no limit); still evaluated and saved
@@ -82,8 +92,9 @@ class Args:
     seed: int = 0
     threads: int = 2
     no_compile: bool = False  #: skip torch.compile (on by default on CUDA)
-    #: pad every batch to the longest example, so batches have one shape and a compiled model compiles once
-    #: (on wherever the model is compiled; padding carries no loss, so the loss is the same)
+    #: pretrained --model (TRL): pad every batch to the longest example, so batches have one shape and a compiled
+    #: model compiles once (on wherever the model is compiled; padding carries no loss, so the loss is the same);
+    #: from scratch every row has one length anyway
     fixed_length: bool = False
     fp32: bool = False  #: train in fp32 (default: bf16 autocast where the hardware has native bf16, see device_kwargs)
     logging: str = "none"  #: "none" or "tensorboard" (JSON lines are always written to out/log.jsonl)
@@ -97,11 +108,16 @@ class Args:
         prediction_entry(self.env_id)
         if self.from_scratch == bool(self.model):
             raise ValueError("pass exactly one of --model (a causal LM to fine-tune) and --from-scratch")
+        if self.prompt_loss and self.answer_only:
+            raise ValueError("--prompt-loss and --answer-only contradict each other: pass at most one")
+        from rlvr_envs.core.device import resolve_device
+
+        resolve_device(self.device)  # an absent or malformed device fails before any work
         if self.preset not in TEXT_PRESETS:
             raise ValueError(f"preset must be one of {sorted(TEXT_PRESETS)}, got {self.preset!r}")
         check_ranges(self, at_least={name: 1 for name in (
             "steps", "batch_size", "eval_size", "eval_every", "checkpoint_every", "threads", "lora_alpha")} | {
-            name: 0 for name in ("lora_r", "train_size", "max_new_tokens", "warmup_steps", "seed")},
+            name: 0 for name in ("lora_r", "train_size", "max_new_tokens", "warmup_steps", "seed", "row_tokens")},
             positive=("lr",), non_negative=("weight_decay", "max_seconds"))
         if self.logging not in ("none", "tensorboard"):
             raise ValueError(f"logging must be 'none' or 'tensorboard', got {self.logging!r}")
@@ -113,6 +129,10 @@ class Args:
 
     def kwargs(self) -> dict[str, Any]:
         return parse_env_kwargs(self.env_kwargs)
+
+    def trains_prompt(self) -> bool:
+        """Whether the prompt tokens carry loss: `--prompt-loss`, or from scratch unless `--answer-only`."""
+        return self.prompt_loss or (self.from_scratch and not self.answer_only)
 
 
 # -- helpers shared with trainers/grpo_language.py -------------------------------------------
@@ -274,9 +294,9 @@ def sft_dataset(task: Any, indices: list[int]):
 
 
 def compiles(args: Args) -> bool:
-    import torch
+    from rlvr_envs.core.device import resolve_device
 
-    return torch.cuda.is_available() and not args.no_compile
+    return resolve_device(args.device).type == "cuda" and not args.no_compile
 
 
 def sft_config(args: Args, longest: int | None = None):
@@ -294,7 +314,7 @@ def sft_config(args: Args, longest: int | None = None):
         save_strategy="steps", save_steps=args.checkpoint_every, save_total_limit=2, report_to=report_to(args.logging),
         seed=args.seed, data_seed=args.seed, completion_only_loss=not args.prompt_loss, max_length=None, packing=False,
         torch_compile=compiles(args), pad_to_multiple_of=fixed,
-        dataset_num_proc=None, dataloader_num_workers=0, **device_kwargs(args.fp32))
+        dataset_num_proc=None, dataloader_num_workers=0, **device_kwargs(args.fp32, args.device))
 
 
 @owns_run_folder("--model")
@@ -308,6 +328,8 @@ def main(args: Args) -> dict[str, Any]:
 
     args.validate()
     torch.set_num_threads(args.threads)
+    if args.device.startswith("cuda:"):
+        torch.cuda.set_device(args.device)  # TRL trains on the current CUDA device
     started = time.perf_counter()
     resume_from = last_checkpoint(args.out, args.resume)
     out = Path(args.out)
@@ -327,20 +349,16 @@ def main(args: Args) -> dict[str, Any]:
     needed = max(train_task.max_prompt_len, eval_task.max_prompt_len) + \
         max(train_task.max_response_len, eval_task.max_response_len) + 1
     if args.from_scratch:
-        model = build_text_model(train_task.tokenizer, args.preset, max_len=max(2048, needed), seed=args.seed)
-    else:
-        from transformers import AutoConfig, AutoModelForCausalLM
+        return train_from_scratch(args, train_task, eval_task, indices, needed, resume_from, started)
+    from transformers import AutoConfig, AutoModelForCausalLM
 
-        check_vocabulary(args.model, AutoConfig.from_pretrained(args.model), train_task)
-        model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
+    check_vocabulary(args.model, AutoConfig.from_pretrained(args.model), train_task)
+    model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32)
     n_params = sum(p.numel() for p in model.parameters())
 
     config = sft_config(args, longest=needed)
-    # a freshly initialised model scores 0 and generates to the full budget: skip that evaluation
-    # (a resumed run starts from a trained checkpoint and is evaluated)
     evaluator = HeldOutEval(eval_task, held_out_indices(eval_task, args.eval_size), args.eval_every,
-                            log_path=out / "log.jsonl", max_new_tokens=args.max_new_tokens or None,
-                            at_start=not args.from_scratch or resume_from is not None)
+                            log_path=out / "log.jsonl", max_new_tokens=args.max_new_tokens or None)
     time_limit = TimeLimit(args.max_seconds)
     trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(train_task, indices),
                          processing_class=train_task.tokenizer,
@@ -357,20 +375,147 @@ def main(args: Args) -> dict[str, Any]:
                                "first_step_seconds": time_limit.first_step_seconds,
                                "steps_per_second_after_first_step": time_limit.steady_rate(),
                                "mean_example_tokens": float(np.mean([len(x) for x in trainer.train_dataset["input_ids"]])),
-                               "seconds": time.perf_counter() - started}
+                               "trainer": "trl", "seconds": time.perf_counter() - started}
     if trainer.is_world_process_zero():
-        finish_run(trainer, train_task, out, results, evaluator.history)
+        finish_run(trainer.model, train_task, out, results, evaluator.history)
         print(f"final model: {results['final_model']} ({n_params / 1e6:.2f}M parameters)")
     return results
 
 
-def finish_run(trainer, task, out: Path, results: dict[str, Any], history: list[dict], steps_per_step: int = 1) -> None:
+def sft_rows(task: Any, indices: list[int], prompt_loss: bool, row_tokens: int = 0):
+    """The transitions `indices` (repeats allowed: `--balance` draws some twice) as packed token rows
+    (`trainers.token_rows.pack_examples`): prompt, gold answer and EOS, each transition its own
+    segment; labels on every token with `prompt_loss`, else on the answer and EOS only."""
+    from trainers.token_rows import IGNORE, auto_row_length, pack_examples
+
+    cache: dict[int, tuple[list[int], list[int]]] = {}
+    for i in set(indices):
+        prompt, answer = task.prompt_ids(i).tolist(), task.target_ids(i).tolist() + [task.eos_token_id]
+        cache[i] = (prompt + answer, (prompt if prompt_loss else [IGNORE] * len(prompt)) + answer)
+    sequences, labels = [cache[i][0] for i in indices], [cache[i][1] for i in indices]
+    length = row_tokens or auto_row_length([len(x) for x in sequences])
+    return pack_examples(sequences, labels, length, task.pad_token_id)
+
+
+def rows_per_step(rows: Any, transitions: int, world: int = 1) -> int:
+    """Packed rows per optimizer step holding about `transitions` transitions (a multiple of `world`)."""
+    per_row = rows.examples / len(rows.input_ids)
+    wanted = max(1, round(transitions / per_row))
+    return -(-wanted // world) * world
+
+
+def train_from_scratch(args: Args, train_task: Any, eval_task: Any, indices: list[int], needed: int,
+                       resume_from: str | None, started: float) -> dict[str, Any]:
+    """`--from-scratch`: a fresh LLaMA trained on packed token rows through the loop every from-scratch
+    world model uses (`trainers.token_rows.train_loop`, as the video MLE trainer): rows resident on the
+    device, fused AdamW on CUDA, warmup-cosine, bf16 autocast where native, torch.compile on CUDA."""
+    import shutil
+
+    import torch
+    from transformers import LlamaForCausalLM
+
+    from rlvr_envs.core.device import maybe_compile
+    from rlvr_envs.core.files import json_line, load_torch_file
+    from rlvr_envs.integrations.hf import HeldOutEval, held_out_indices
+    from trainers.common import RESUME_REMEDY
+    from trainers.distributed import machine_line, start_run
+    from trainers.token_rows import auto_micro_batch, make_optimizer, train_loop, warmup_cosine
+
+    run = start_run(args.device, "fp32" if args.fp32 else "auto", args.threads)
+    say = print if run.is_main else (lambda *a, **k: None)
+    out = Path(args.out)
+    rows = sft_rows(train_task, indices, args.trains_prompt(), args.row_tokens)
+    batch_rows = rows_per_step(rows, args.batch_size, run.world)
+    step, state = 0, None
+    if resume_from:
+        model = LlamaForCausalLM.from_pretrained(resume_from)
+        state = load_torch_file(Path(resume_from) / "state.pt", "the training state", RESUME_REMEDY)
+        step = int(state["step"])
+    else:
+        model = build_text_model(train_task.tokenizer, args.preset, max_len=max(2048, needed, rows.length),
+                                 seed=args.seed)
+    model.config._attn_implementation = "sdpa"  # packed rows pass a block-diagonal mask (SDPA reads it)
+    model.to(run.device)
+    raw_model = model
+    n_params = sum(p.numel() for p in model.parameters())
+    optimizer = make_optimizer(model, args.lr, run.device, weight_decay=args.weight_decay, betas=(0.9, 0.999))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(args.warmup_steps, args.steps))
+    if state is not None:
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+    per_rank = batch_rows // run.world
+    micro = auto_micro_batch(model, rows.length, per_rank, run.device)
+    compiled = run.device.type == "cuda" and not args.no_compile
+    say(f"{len(rows.input_ids)} rows of {rows.length} tokens hold {rows.examples} transitions "
+        f"({rows.padding_share():.1%} padding, {'loss on prompt and answer' if args.trains_prompt() else 'loss on the answer only'}); "
+        f"{batch_rows} rows (~{batch_rows * rows.examples / len(rows.input_ids):.1f} transitions) per step in "
+        f"forwards of {micro}; {n_params / 1e6:.2f}M parameters on {run.describe()}"
+        f"{'; torch.compile' if compiled else ''}", flush=True)
+    model, optimizer = run.prepare(maybe_compile(model, compiled), optimizer)
+    log_path = out / "log.jsonl"
+    trim_log_for_resume(out, resume_from)
+    # a freshly initialised model scores 0 and generates to the full budget: skip that evaluation
+    # (a resumed run starts from a trained checkpoint and is evaluated)
+    evaluator = HeldOutEval(eval_task, held_out_indices(eval_task, args.eval_size), args.eval_every,
+                            log_path=log_path, max_new_tokens=args.max_new_tokens or None)
+    if run.is_main and resume_from:
+        evaluator.run(raw_model, step)
+    log_every = max(1, min(25, args.steps // 20))
+    began = time.perf_counter()
+
+    def on_step(step: int, loss: Any) -> None:  # the main process: log, checkpoint, evaluate
+        from rlvr_envs.integrations.hf import append_jsonl
+
+        if step % log_every == 0:
+            append_jsonl(log_path, {"step": step, "loss": loss.item(), "learning_rate": schedule.get_last_lr()[0],
+                                    "seconds": time.perf_counter() - began})
+        if step % args.checkpoint_every == 0:
+            folder = out / f"checkpoint-{step}"
+            raw_model.save_pretrained(str(folder))
+            torch.save({"optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(), "step": step},
+                       folder / "state.pt")
+            (folder / "trainer_state.json").write_text(json.dumps({"global_step": step}), encoding="utf-8")
+            kept = sorted(out.glob("checkpoint-*"), key=lambda f: int(f.name.rpartition("-")[2]))
+            for old in kept[:-2]:  # the last two, as TRL keeps them
+                shutil.rmtree(old, ignore_errors=True)
+        if step % args.eval_every == 0:
+            evaluator.run(raw_model, step)
+
+    done = train_loop(model, optimizer, schedule, run, rows, rows.to(run.device), steps=args.steps, step=step,
+                      batch_rows=batch_rows, micro=micro, seed=args.seed, max_seconds=args.max_seconds,
+                      compiled=compiled, raw_model=raw_model, on_step=on_step, say=say, desc="SFT")
+    mean_row_tokens = float(rows.real_tokens().mean())
+    steady = done.steady_rate(round(batch_rows * mean_row_tokens))
+    results: dict[str, Any] = {
+        "args": dataclasses.asdict(args), "parameters": n_params, "trainer": "token_rows",
+        "train_loss": done.mean_loss, "steps": done.step, "resumed_from": resume_from, "eval": evaluator.history,
+        "train_runtime": done.seconds, "first_step_seconds": done.first_step_seconds,
+        "steps_per_second_after_first_step":
+            (done.steps_run - 1) / (done.seconds - done.first_step_seconds)
+            if done.steps_run > 1 and done.seconds > done.first_step_seconds else None,
+        "mean_example_tokens": float(rows.real_tokens().sum() / rows.examples),
+        "prompt_loss": args.trains_prompt(), "compiled": done.compiled, "row_tokens": rows.length,
+        "rows": len(rows.input_ids), "transitions": rows.examples, "rows_per_step": batch_rows, "micro_batch": micro,
+        "transitions_per_step": batch_rows * rows.examples / len(rows.input_ids),
+        "padding_share": rows.padding_share(), "tokens_per_second": done.rate(real=True),
+        "tokens_per_second_after_first_step": steady or None, "stopped_by_time": done.stopped_by_time,
+        "machine": machine_line(run), "seconds": time.perf_counter() - started}
+    if run.is_main:
+        if not evaluator.history or evaluator.history[-1]["step"] != done.step:
+            evaluator.run(raw_model, done.step)
+        finish_run(raw_model, train_task, out, results, evaluator.history)
+        print(f"final model: {results['final_model']} ({n_params / 1e6:.2f}M parameters)")
+    run.end()
+    return results
+
+
+def finish_run(model, task, out: Path, results: dict[str, Any], history: list[dict], steps_per_step: int = 1) -> None:
     """Main process only: save the final model (LoRA merged) in `out/final`, write
     `out/results.json` and print the held-out accuracy history (steps divided by
     `steps_per_step`, GRPO's optimizer steps per sampled batch)."""
     from rlvr_envs.integrations.hf import format_report
 
-    results["final_model"] = str(save_final(trainer.model, task.tokenizer, out / "final"))
+    results["final_model"] = str(save_final(model, task.tokenizer, out / "final"))
     (out / "results.json").write_text(json.dumps(results, indent=2, default=str), encoding="utf-8")
     print(f"{'step':>6}  held-out exact accuracy")
     for record in history:

@@ -42,8 +42,11 @@ import numpy as np
 import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file, strict_json
-from trainers.common import (RESUME_REMEDY, adamw, check_ranges, check_run_folder, owns_run_folder,
-                             parse_dataclass_args, resume_line, run_command)
+from trainers.common import (RESUME_REMEDY, check_ranges, check_run_folder, owns_run_folder, parse_dataclass_args,
+                             resume_line, run_command)
+# the one token-row loop every from-scratch world model trains through (text SFT too)
+from trainers.token_rows import (TokenRows, auto_micro_batch, make_optimizer, train_loop,  # noqa: F401
+                                 training_step, warmup_cosine)
 
 
 @dataclass
@@ -132,42 +135,6 @@ def training_arrays(task) -> tuple[np.ndarray, np.ndarray]:
     return np.stack(sequences), np.stack(labels)
 
 
-def training_step(model, optimizer, run, windows: torch.Tensor, targets: torch.Tensor, pick: np.ndarray,
-                  counts: np.ndarray, micro: int) -> torch.Tensor:
-    """One optimizer step on this rank's windows `pick` (rows of the device-resident `windows` and
-    `targets`), in forwards of `micro` windows whose gradients accumulate. The loss is the mean
-    over the whole batch's labelled tokens (`counts`: labelled tokens per window, on the host) for
-    any split, and across DDP ranks. Returns it as a device tensor: nothing here waits for the GPU."""
-    total = float(counts[pick].sum())
-    scale = run.global_scale(total)
-    rows = torch.as_tensor(pick).to(windows.device, non_blocking=True)
-    optimizer.zero_grad(set_to_none=True)
-    mean = torch.zeros((), device=windows.device)
-    for start in range(0, len(pick), micro):
-        part = rows[start:start + micro]
-        with run.precision.autocast():
-            loss = model(input_ids=windows[part], labels=targets[part]).loss
-        weight = float(counts[pick[start:start + micro]].sum()) / max(total, 1.0)
-        run.backward(loss * (weight * scale))
-        mean += loss.detach() * weight
-    run.clip_grad_norm_(model.parameters(), 1.0)
-    optimizer.step()
-    return mean
-
-
-def make_optimizer(model, lr: float, device: torch.device) -> torch.optim.Optimizer:
-    """The MLE trainer's AdamW (fused on CUDA)."""
-    return adamw(model.parameters(), device, lr=lr, weight_decay=0.01, betas=(0.9, 0.95))
-
-
-def auto_micro_batch(model, tokens: int, wanted: int, device: torch.device) -> int:
-    """The largest forward that fits `device` by the sizing estimate (all of `wanted` on a CPU)."""
-    from rlvr_envs.core.sizing import config_cost, micro_batch
-
-    memory = torch.cuda.get_device_properties(device).total_memory if device.type == "cuda" else None
-    return micro_batch(config_cost(model.config, tokens), wanted, memory)
-
-
 @torch.no_grad()
 def evaluate(model, task, windows: list[int], seed: int, top_k: int = 100, batch: int = 16) -> dict[str, dict]:
     """Held-out metrics of the model's samples and of the baselines, in raw units."""
@@ -199,7 +166,6 @@ def evaluate(model, task, windows: list[int], seed: int, top_k: int = 100, batch
 
 @owns_run_folder("--init")
 def main(args: Args) -> dict:
-    from tqdm.auto import tqdm
     from transformers import LlamaForCausalLM
 
     from rlvr_envs.core.device import maybe_compile
@@ -241,9 +207,7 @@ def main(args: Args) -> dict:
     check_world_model_config(model.config, train_task.vocab, train_task.layout)
     model.to(run.device)  # before the optimizer loads its state, so the state lands on the device too
     optimizer = make_optimizer(model, args.lr, run.device)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer,  # a Python float: numpy scalars in the state would not load with weights_only=True
-        lambda s: float(min(1.0, (s + 1) / args.warmup) * 0.5 * (1 + np.cos(np.pi * min(1.0, s / args.steps)))))
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(args.warmup, args.steps))
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
@@ -258,45 +222,17 @@ def main(args: Args) -> dict:
         f"of {micro}{'; torch.compile' if compiled else ''}", flush=True)
     raw_model = model
     model, optimizer = run.prepare(maybe_compile(model, compiled), optimizer)
-    windows = torch.as_tensor(sequences).to(run.device)  # resident: no per-step host copies
-    window_labels = torch.as_tensor(labels).to(run.device)
-    counts = (labels[:, 1:] != -100).sum(axis=1)  # labelled tokens per window (the loss shifts by one)
+    rows = TokenRows(sequences, labels)  # one window per row
     if run.is_main:
         out.mkdir(parents=True, exist_ok=True)
         keep_log_until(out / "log.jsonl", step)  # a resumed run repeats the steps after its checkpoint: log them once
     run.wait()
     log = (out / "log.jsonl").open("a", encoding="utf-8") if run.is_main else None
-    started, tokens, first_step_seconds = time.perf_counter(), 0, None
+    started = time.perf_counter()
     history = []
-    bar = tqdm(total=args.steps, initial=step, desc=f"MLE {args.layout}-step", unit="step", disable=not run.is_main)
-    while step < args.steps:
-        if run.agree(bool(args.max_seconds) and time.perf_counter() - started >= args.max_seconds):
-            bar.write(f"stopping at step {step}: --max-seconds {args.max_seconds} reached")
-            break
-        model.train()
-        pick = run.shard(np.random.default_rng([args.seed, step]).integers(len(sequences), size=args.batch_size))
-        began = time.perf_counter() if first_step_seconds is None else None
-        try:
-            loss = training_step(model, optimizer, run, windows, window_labels, pick, counts, micro)
-        except Exception as exc:  # torch.compile broke on this stack: say so and train eager (one process)
-            if not (compiled and began is not None and run.world == 1):
-                raise
-            say(f"torch.compile failed on the first step ({type(exc).__name__}: {str(exc)[:200]}); training "
-                f"without it (--no-compile skips the attempt)", flush=True)
-            model, compiled = raw_model, False
-            loss = training_step(model, optimizer, run, windows, window_labels, pick, counts, micro)
-        schedule.step()
-        if began is not None:  # the first step holds torch.compile's warm-up: time it whole
-            if run.device.type == "cuda":
-                torch.cuda.synchronize(run.device)
-            first_step_seconds = time.perf_counter() - began
-        step += 1
-        tokens += len(pick) * sequences.shape[1] * run.world
-        bar.update(1)
-        if not run.is_main:
-            continue
+
+    def on_step(step: int, loss: torch.Tensor) -> None:  # rank 0: log, checkpoint, evaluate
         if step % 25 == 0:
-            bar.set_postfix(loss=f"{loss.item():.3f}")
             log.write(json_line({"step": step, "loss": loss.item(), "lr": schedule.get_last_lr()[0],
                                  "seconds": time.perf_counter() - started}))
             log.flush()
@@ -309,14 +245,18 @@ def main(args: Args) -> dict:
             history.append({"step": step, **report})
             log.write(json_line({"step": step, "eval": report}))
             log.flush()
-            bar.write(f"step {step}: model MAE {report['model']['mae']:.5f} | copy-last-frame (tokens) "
-                      f"{report['copy_last_frame_tokens']['mae']:.5f} | ceiling {report['tokenizer_ceiling']['mae']:.5f}")
-    bar.close()
-    if run.device.type == "cuda":
-        torch.cuda.synchronize(run.device)  # the steps are queued ahead of the GPU: wait before timing them
-    seconds = time.perf_counter() - started
+            print(f"step {step}: model MAE {report['model']['mae']:.5f} | copy-last-frame (tokens) "
+                  f"{report['copy_last_frame_tokens']['mae']:.5f} | ceiling {report['tokenizer_ceiling']['mae']:.5f}",
+                  flush=True)
+
+    done = train_loop(model, optimizer, schedule, run, rows, rows.to(run.device), steps=args.steps, step=step,
+                      batch_rows=args.batch_size, micro=micro, seed=args.seed, max_seconds=args.max_seconds,
+                      compiled=compiled, raw_model=raw_model, on_step=on_step, say=say,
+                      desc=f"MLE {args.layout}-step")
+    step, compiled, seconds, tokens = done.step, done.compiled, done.seconds, done.tokens
+    first_step_seconds = done.first_step_seconds
     first_tokens = args.batch_size * sequences.shape[1]  # the first step's, compile included
-    steady = (tokens - first_tokens) / max(seconds - (first_step_seconds or 0.0), 1e-9) if tokens > first_tokens else 0.0
+    steady = done.steady_rate(first_tokens, real=False)
     if not run.is_main:  # rank 0 evaluates and saves; the others are done
         run.end()
         return {"rank": run.rank, "steps": step}
