@@ -56,7 +56,11 @@ def run_checkout_command(name: str, argv: list[str]) -> int:
               file=sys.stderr)
         return 1
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
-    return subprocess.call([sys.executable, "-m", program, *argv], env=env)
+    child = subprocess.Popen([sys.executable, "-m", program, *argv], env=env)
+    try:
+        return child.wait()
+    except KeyboardInterrupt:  # Ctrl-C reached the child too: it ends with its own one line (exit 130)
+        return child.wait()
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -171,3 +171,33 @@ def test_the_report_says_what_happened_to_the_reward_grpo_trained_on(tmp_path):
     assert "first / last 1 steps): 0.5000 -> 0.5000" in reward_trend(log)
     log.write_text("")
     assert reward_trend(log) == "GRPO logged no training reward."
+
+
+def test_a_finished_demo_is_never_replaced_silently_and_a_running_one_owns_its_folder(tmp_path):
+    """A second demo on the folder of a finished one is refused unless --overwrite; one on the
+    folder of a running demo is one line naming it; Ctrl-C is one line with exit 130."""
+    from rlvr_envs.core.files import OutputInUse, OutputLock
+    from trainers.demo import Args, main
+
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "results.json").write_text("{}")
+    with pytest.raises(ValueError, match="holds a finished demo.*--overwrite"):
+        Args(out=str(out)).validate()
+    Args(out=str(out), overwrite=True).validate()
+    with OutputLock(tmp_path / "busy", "rlvr-world demo --out busy"):
+        with pytest.raises(OutputInUse, match="being written by another run"):
+            main(Args(out=str(tmp_path / "busy"), tiny=True))
+
+
+def test_ctrl_c_in_the_demo_is_one_line_naming_the_command(capsys):
+    from trainers.common import run_command
+    from trainers.demo import PROGRAM
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    with pytest.raises(SystemExit) as stop:
+        run_command(interrupted, lambda: None, PROGRAM)
+    assert stop.value.code == 130
+    assert capsys.readouterr().err == "rlvr-world demo: interrupted; rerun it\n"

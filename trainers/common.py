@@ -245,9 +245,10 @@ def validated(parser: argparse.ArgumentParser, args: Any) -> Any:
     return args
 
 
-def parse_dataclass_args(cls: type, description: str, argv: list[str] | None = None) -> Any:
-    """`cls(**parsed)` from the command line (see `add_dataclass_arguments`), validated (`validated`)."""
-    parser = argparse.ArgumentParser(prog=program_name(cls.__module__), description=description,
+def parse_dataclass_args(cls: type, description: str, argv: list[str] | None = None, prog: str | None = None) -> Any:
+    """`cls(**parsed)` from the command line (see `add_dataclass_arguments`), validated (`validated`);
+    `prog`: the command's public name when it is not `python -m trainers.X`."""
+    parser = argparse.ArgumentParser(prog=prog or program_name(cls.__module__), description=description,
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_dataclass_arguments(parser, cls)
     return validated(parser, dataclass_from_namespace(cls, parser.parse_args(argv)))
@@ -259,13 +260,14 @@ def program_name(module: str) -> str:
     return f"python -m {spec.name if spec is not None and spec.name.startswith('trainers.') else module}"
 
 
-def run_command(main: Callable[[Any], Any], parse_args: Callable[[], Any]) -> None:
+def run_command(main: Callable[[Any], Any], parse_args: Callable[[], Any], program: str | None = None) -> None:
     """`main(parse_args())` as a command: what only the work finds (another run taking --out first, a
-    broken data file) ends as one line and exit 1, Ctrl-C as one line and exit 130, never a traceback."""
+    broken data file) ends as one line and exit 1, Ctrl-C as one line and exit 130, never a traceback.
+    `program`: the command's public name when it is not `python -m trainers.X`."""
     from rlvr_envs.core.errors import DataError
 
     args = parse_args()
-    program = program_name(main.__module__)
+    program = program or program_name(main.__module__)
     try:
         main(args)
     except DataError as error:

@@ -33,7 +33,6 @@ runs: `python -m trainers.grpo` directly).
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import time
@@ -42,12 +41,13 @@ from pathlib import Path
 
 import numpy as np
 
-from rlvr_envs.core.files import strict_json
+from rlvr_envs.core.files import strict_json, write_json_atomic
 from rlvr_envs.video.pusht.physics import ARENA_SIZE
 from trainers.common import (command_line, grpo_run, machine_line, parse_dataclass_args, reward_figure,
-                             reward_trend, step_line)
+                             reward_trend, run_command, step_line)
 
 ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
+PROGRAM = "rlvr-world demo"  #: the demo's public name (`rlvr-world demo` runs `python -m trainers.demo`)
 DOMAINS = ("pusht", "text")
 TEXT_REWARDS = ("task", "binary")
 #: GRPO steps of each domain's demo, sized to about 10 minutes in all on 2 free cores
@@ -79,6 +79,7 @@ class Args:
     threads: int = 2
     device: str = "auto"  #: auto (CUDA when present), cpu, cuda or cuda:N: where models and rewards run
     tiny: bool = False  #: a smoke run: 2 GRPO steps, 2 training episodes, 4 held-out transitions
+    overwrite: bool = False  #: replace the finished demo in --out (without it, a finished demo there is refused)
 
     def validate(self) -> "Args":
         if self.domain not in DOMAINS:
@@ -96,6 +97,7 @@ class Args:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if Path(self.out).exists() and not Path(self.out).is_dir():
             raise ValueError(f"out: {self.out} is a file; pass a folder to write into")
+        check_finished_demo(Path(self.out), self.overwrite)
         from rlvr_envs.core.device import resolve_device
 
         resolve_device(self.device)  # an absent or malformed device fails before any work
@@ -108,6 +110,13 @@ class Args:
         if self.tiny:
             changes.update(grpo_steps=2, train_episodes=2, eval_seeds=1, eval_windows=4)
         return replace(self, **changes)
+
+
+def check_finished_demo(out: Path, overwrite: bool) -> None:
+    """A finished demo's report is never replaced silently: another --out, or --overwrite."""
+    if (out / "results.json").is_file() and not overwrite:
+        raise ValueError(f"out: {out} holds a finished demo (results.json); pass --overwrite to replace it, or "
+                         "choose another --out")
 
 
 def grpo_config(args: Args, out: Path):
@@ -307,20 +316,29 @@ def _label(key: str) -> str:
 
 
 def main(args: Args) -> dict:
+    """The demo of `args.domain`, holding --out's lock (a second demo on the folder is one line)."""
+    from rlvr_envs.core.files import OutputLock
+
+    args = args.resolved()
+    with OutputLock(args.out, command_line(PROGRAM, args)):
+        check_finished_demo(Path(args.out), args.overwrite)  # again under the lock: another demo may have finished
+        if args.domain == "text":
+            from trainers import demo_text
+
+            return demo_text.main(args)
+        return run_pusht(args)
+
+
+def run_pusht(args: Args) -> dict:
+    """The PushT demo (`main` holds --out's lock)."""
     from baselines.video import score_baselines
+    from rlvr_envs.core.device import setup_device
     from rlvr_envs.core.records import RunRecord
     from rlvr_envs.registration import task_from_env_id
     from rlvr_envs.video.evaluation import held_out_indices, summarize
     from rlvr_envs.video.task import shipped_world_model
     from rlvr_envs.video.world_model import load_world_model
     from trainers import grpo
-
-    args = args.resolved()
-    if args.domain == "text":
-        from trainers import demo_text
-
-        return demo_text.main(args)
-    from rlvr_envs.core.device import setup_device
 
     device = str(setup_device(args.device, threads=args.threads).device)
     out = Path(args.out)
@@ -354,21 +372,23 @@ def main(args: Args) -> dict:
                "grpo_seconds": card["train_seconds_this_run"], "models": compare(scores, baselines),
                "baselines": {name: summarize(values) for name, values in baselines.items()}}
     results.update(total_seconds=round(time.perf_counter() - started, 1), args=asdict(args),
-                   command=command_line("rlvr-world demo", args), run=record.finish(), grpo_run=results_run,
+                   command=command_line(PROGRAM, args), run=record.finish(), grpo_run=results_run,
                    grpo_shortfall=shortfall)
     results["machine"] = machine_line(results["run"], results_run) + f", {'CPU' if device == 'cpu' else device}"
-    (out / "results.json").write_text(json.dumps(strict_json(results), indent=2) + "\n", encoding="utf-8")
     frames_figure(task, indices, {"MLE base": base, "RLVR (GRPO)": rlvr}, out / "frames.png")
     reward_figure(out / "grpo" / "log.jsonl", out / "grpo_reward.png", ylabel=f"reward ({args.reward})")
+    trend = reward_trend(out / "grpo" / "log.jsonl")
+    steps = step_line(card["steps"], card["train_seconds_this_run"])
     report = (f"# rlvr-world demo\n\n`{results['command']}` on {results['machine']}, "
-              f"{results['total_seconds'] / 60:.1f} min in all ({step_line(card['steps'], card['train_seconds_this_run'])})"
-              f"{load_note(results['run'])}.\n\nGRPO reward ({args.reward}): {REWARDS[args.reward][1]}.\n\n"
-              + (f"**{shortfall}.**\n\n" if shortfall else "") + f"{table(results)}\n\n"
-              f"{verdict(results)}\n\n{reward_trend(out / 'grpo' / 'log.jsonl')}\n\n![frames](frames.png)\n\n![reward](grpo_reward.png)\n\n{PLANNING_NOTE}\n")
+              f"{results['total_seconds'] / 60:.1f} min in all ({steps}){load_note(results['run'])}.\n\n"
+              f"GRPO reward ({args.reward}): {REWARDS[args.reward][1]}.\n\n"
+              + (f"**{shortfall}.**\n\n" if shortfall else "") + f"{table(results)}\n\n{verdict(results)}\n\n"
+              f"{trend}\n\n![frames](frames.png)\n\n![reward](grpo_reward.png)\n\n{PLANNING_NOTE}\n")
     (out / "report.md").write_text(report, encoding="utf-8")
+    write_json_atomic(out / "results.json", strict_json(results))  # last: it marks the demo finished
     print(table(results))
     print(verdict(results))
-    print(reward_trend(out / "grpo" / "log.jsonl"))
+    print(trend)
     print(PLANNING_NOTE)
     if shortfall:
         print(shortfall)
@@ -377,8 +397,8 @@ def main(args: Args) -> dict:
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
-    return parse_dataclass_args(Args, __doc__.splitlines()[0], argv)
+    return parse_dataclass_args(Args, __doc__.splitlines()[0], argv, prog=PROGRAM)
 
 
 if __name__ == "__main__":
-    main(parse_args())
+    run_command(main, parse_args, PROGRAM)

@@ -17,7 +17,6 @@ model is too little to move changed-transition accuracy beyond noise, and it can
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from dataclasses import asdict
@@ -83,7 +82,7 @@ def main(args) -> dict[str, Any]:
     import torch
 
     from baselines.text import nothing_changes
-    from rlvr_envs.core.files import strict_json
+    from rlvr_envs.core.files import strict_json, write_json_atomic
     from rlvr_envs.core.records import RunRecord
     from rlvr_envs.integrations.hf import compare_reports, per_transition_report
     from rlvr_envs.registration import task_from_env_id
@@ -134,7 +133,6 @@ def main(args) -> dict[str, Any]:
                    command=command_line("rlvr-world demo", args), model=str(base_dir), run=record.finish(),
                    grpo_run=grpo_record_done, grpo_shortfall=shortfall)
     results["machine"] = machine_line(results["run"], grpo_record_done)
-    (out / "results.json").write_text(json.dumps(strict_json(results), indent=2) + "\n", encoding="utf-8")
     reward_figure(out / "grpo" / "log.jsonl", out / "grpo_reward.png", ylabel=f"reward ({args.text_reward})")
     report = (f"# rlvr-world demo --domain text\n\n`{results['command']}` on {results['machine']}, "
               f"{results['total_seconds'] / 60:.1f} min in all ({step_line(card['steps'], card['seconds'])}; "
@@ -142,9 +140,11 @@ def main(args) -> dict[str, Any]:
               f"reward spread). Greedy answers to {len(indices)} held-out {env_id} transitions.\n\n"
               + (f"**{shortfall}.**\n\n" if shortfall else "")
               + f"{table(results)}\n\n{reward_trend(out / 'grpo' / 'log.jsonl')} The trainer's own progress "
-              f"lines read {TRAINER_EVAL_PROMPTS} held-out prompts: a smoke signal; the table above is the measurement.\n\n"
+              f"lines read {TRAINER_EVAL_PROMPTS} held-out prompts: a smoke signal; the table above is the "
+              "measurement.\n\n"
               f"{AT_THIS_SCALE}\n\n![reward](grpo_reward.png)\n")
     (out / "report.md").write_text(report, encoding="utf-8")
+    write_json_atomic(out / "results.json", strict_json(results))  # last: it marks the demo finished
     print(table(results))
     print(reward_trend(out / "grpo" / "log.jsonl"))
     print(AT_THIS_SCALE)
