@@ -11,7 +11,7 @@ copying the last frame, paired over transitions (sampling seeds averaged within 
 and on the agent, block and angle errors the success judge reads from the frames.
 
 Stages are skipped when their run exists (`--runs`), so an interrupted benchmark resumes. Writes
-benchmarks/results/grpo_pusht_rewards.{json,md,png}.
+benchmarks/results/grpo_pusht_rewards.{json,md,png} (`--name` for a variant, e.g. more steps).
 """
 
 from __future__ import annotations
@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--runs", default="runs/grpo_pusht_rewards")
     parser.add_argument("--results", default=str(RESULTS), help="where the json/md/png go")
+    parser.add_argument("--name", default=STEM, help="their file name (a variant's own, so the default's stays)")
     args = parser.parse_args(argv)
     for name in ("threads", "jobs", "train_episodes", "eval_windows", "eval_seeds"):
         if getattr(args, name) < 1:
@@ -126,9 +127,9 @@ def main(argv: list[str] | None = None) -> dict:
                                 for name, out in folders.items()}
     out = Path(args.results)
     out.mkdir(parents=True, exist_ok=True)
-    (out / f"{STEM}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    (out / f"{STEM}.md").write_text(render(report), encoding="utf-8")
-    plot(report, out / f"{STEM}.png")
+    (out / f"{args.name}.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (out / f"{args.name}.md").write_text(render(report), encoding="utf-8")
+    plot(report, out / f"{args.name}.png")
     print(render(report))
     return report
 
