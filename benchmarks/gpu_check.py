@@ -14,8 +14,9 @@ killed run loses nothing already measured:
    the memory floor), and the MLE training step eager vs compiled (tokens/s, MFU against stage 1's
    matmul rate).
 3. rewards: -(L1 + LPIPS) of 256x320 frames, one batched call vs one call per frame (goal >= 5x).
-4. text: MiniTextWorld SFT of the ~57M "medium" text preset (compiled on CUDA, fixed-length batches) on fresh
-   procedural transitions, then GRPO with groups of 16; held-out exact accuracy on changed and
+4. text: MiniTextWorld SFT of the ~57M "medium" text preset from scratch (`text_sft_args`: the token-row loop,
+   transitions packed into fixed-length rows, loss on prompt and answer, compiled on CUDA) on fresh procedural
+   transitions, then GRPO with groups of 16; held-out exact accuracy on changed and
    unchanged transitions with 95% Wilson intervals, next to the shipped CPU models (paired tests).
 5. pusht: PushT single-step with the ~22M "base" world model: MLE on freshly generated episodes,
    then GRPO; held-out MAE against copy-last-frame and the tokenizer ceiling, GRPO step time, the
@@ -87,8 +88,8 @@ class Sizes:
     text_completion: int = 256
     text_eval: int = 128
     text_reserve: float = 35.0  #: seconds kept for the four held-out evaluations
-    #: compiled SFT pads every batch to the longest example (`trainers.sft` `fixed_length`): TRL's batches vary in
-    #: length, and a compiled model recompiled for each new shape (2 steps took 87 s on an H200); the web SFT too
+    #: compile the from-scratch SFT (text and web): its packed rows have one length, so it compiles once (TRL's
+    #: batches varied in length, and a compiled model recompiled for each new shape: 2 steps took 87 s on an H200)
     text_compile: bool = True
     #: SFT's seconds outside its time limit besides building the transitions (model, tokenising, saving, its
     #: end evaluation): ~17 s on an H200 (run 6682f1f: 62 s in all, 30 s training, ~15 s building)
@@ -307,12 +308,16 @@ class Context:
         return tokens_per_second * flops_per_token / rate if rate and tokens_per_second else None
 
     def sft_speed(self, result: dict[str, Any], batch: int, flops_per_token: float) -> dict[str, Any]:
-        """`trainers.sft`'s speed, estimated from its mean example length x batch x steps: over its training
-        seconds, and after its first step (where a compiled model compiles), the rate the hardware is judged by."""
-        tokens_per_step = batch * result["mean_example_tokens"]
-        overall = result["steps"] * tokens_per_step / result["train_runtime"] if result["train_runtime"] else None
-        rate = result["steps_per_second_after_first_step"]
-        steady = rate * tokens_per_step if rate else None
+        """`trainers.sft`'s speed over its training seconds and after its first step (where a compiled model
+        compiles), the rate the hardware is judged by: the transitions' own tokens (padding not counted) as its
+        token-row loop counted them, or (TRL) estimated from the mean example length x batch x steps."""
+        if "tokens_per_second" in result:  # the token-row loop (from scratch)
+            overall, steady = result["tokens_per_second"], result["tokens_per_second_after_first_step"]
+        else:
+            tokens_per_step = batch * result["mean_example_tokens"]
+            overall = result["steps"] * tokens_per_step / result["train_runtime"] if result["train_runtime"] else None
+            rate = result["steps_per_second_after_first_step"]
+            steady = rate * tokens_per_step if rate else None
         return {"tokens_per_second_estimate": round(overall) if overall else None,
                 "mfu_estimate": self.mfu(overall, flops_per_token),
                 "first_step_seconds": None if result["first_step_seconds"] is None else
@@ -401,6 +406,30 @@ def _text_row(report: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
+def text_lr(preset: str) -> float:
+    """SFT's learning rate for a from-scratch text preset: 1e-3 at the medium preset's width (640), scaled as
+    1 / width (Adam's update per weight is ~lr, so narrower models take larger steps): 5e-3 for tiny."""
+    from trainers.sft import TEXT_PRESETS
+
+    return 1e-3 * 640 / TEXT_PRESETS[preset]["hidden_size"]
+
+
+def text_sft_args(sizes: Sizes, *, steps: int, seconds: float, out: str | Path, device: str, threads: int,
+                  compiled: bool):
+    """The text stage's `trainers.sft` arguments (tests/test_token_rows.py trains through this same builder):
+    a from-scratch model of `sizes.text_preset` on balanced fresh transitions with the loss on prompt and answer
+    (as the shipped models were trained; answer-only SFT learned nothing in a GPU run), packed token rows,
+    warmup-cosine over `steps`, stopped at `seconds` (0: none)."""
+    from trainers import sft
+
+    # the check's own evaluation covers text_eval transitions: the trainer's end-of-run one stays small
+    return sft.Args(env_id=TEXT_ENV, from_scratch=True, preset=sizes.text_preset, balance=True, prompt_loss=True,
+                    steps=steps, batch_size=sizes.text_batch, lr=text_lr(sizes.text_preset), warmup_steps=20,
+                    train_size=sizes.text_train_size, eval_size=sizes.trainer_eval, eval_every=10**9,
+                    checkpoint_every=10**9, max_seconds=seconds, out=str(out), threads=threads, seed=0,
+                    device=device, no_compile=not compiled)
+
+
 def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
     import shutil
 
@@ -427,15 +456,10 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
     example = np.mean([len(probe.prompt_ids(i)) + len(probe.target_ids(i)) + 1 for i in range(len(probe))])
     planned_cost = preset_cost(sft.TEXT_PRESETS[sizes.text_preset], len(probe.tokenizer), int(example))
     sft_steps = ctx.planned_steps(sft_seconds, planned_cost, sizes.text_batch * example)
-    # the check's own evaluation below covers text_eval transitions: the trainers' end-of-run ones stay small
-    sft_args = dict(env_id=TEXT_ENV, from_scratch=True, preset=sizes.text_preset, balance=True, steps=sft_steps,
-                    batch_size=sizes.text_batch, lr=1e-3, warmup_steps=20, train_size=sizes.text_train_size,
-                    eval_size=sizes.trainer_eval, eval_every=10**9, checkpoint_every=10**9,
-                    max_seconds=sft_seconds, out=str(work / "text_sft"),
-                    threads=args.threads, seed=0)
     compiled = device.type == "cuda" and sizes.text_compile
     sft_began = time.perf_counter()
-    sft_result = sft.main(sft.Args(**sft_args, no_compile=not compiled))
+    sft_result = sft.main(text_sft_args(sizes, steps=sft_steps, seconds=sft_seconds, out=work / "text_sft",
+                                        device=args.device, threads=args.threads, compiled=compiled))
     sft_seconds = time.perf_counter() - sft_began
     grpo_began = time.perf_counter()
     limit, skipped = grpo_limit(grpo_planned, left() - sizes.text_reserve - sizes.text_grpo_overhead,
@@ -475,7 +499,11 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
             "train_transitions": sizes.text_train_size or "task default", "build_seconds_estimate": round(build, 1),
             "sft": {"steps": sft_result["steps"], "planned_steps": sft_steps, "seconds": round(sft_seconds, 1),
                     "train_runtime": round(runtime, 1),
-                    "train_loss": sft_result["train_loss"], "batch": sizes.text_batch, "compiled": compiled,
+                    "train_loss": sft_result["train_loss"], "batch": sizes.text_batch,
+                    "compiled": sft_result.get("compiled", compiled), "prompt_loss": sft_result.get("prompt_loss"),
+                    "trainer": sft_result.get("trainer"), "row_tokens": sft_result.get("row_tokens"),
+                    "rows_per_step": sft_result.get("rows_per_step"),
+                    "padding_share": sft_result.get("padding_share"),
                     "mean_example_tokens": round(sft_result["mean_example_tokens"], 1),
                     **ctx.sft_speed(sft_result, sizes.text_batch, cost.train_flops_per_token)},
             "grpo": {"steps": grpo_card["steps"], "seconds": round(grpo_seconds, 1), "group_size": sizes.text_group,
@@ -613,7 +641,7 @@ def stage_web(ctx: Context, budget: float) -> dict[str, Any]:
     example = np.mean([len(probe.prompt_ids(i)) + len(probe.target_ids(i)) + 1 for i in range(len(probe))])
     cost = preset_cost(sft.TEXT_PRESETS[sizes.web_preset], len(probe.tokenizer), int(example))
     sft_steps = ctx.planned_steps(sft_seconds, cost, sizes.web_batch * example)
-    compiled = ctx.device.type == "cuda" and sizes.text_compile  # as the text stage: fixed-length batches
+    compiled = ctx.device.type == "cuda" and sizes.text_compile  # as the text stage: packed rows of one length
     sft_result = sft.main(sft.Args(env_id=WEB_ENV, from_scratch=True, preset=sizes.web_preset, steps=sft_steps,
                                    batch_size=sizes.web_batch, lr=7e-4, warmup_steps=20,
                                    train_size=sizes.web_train_size, eval_size=sizes.trainer_eval, eval_every=10**9,
@@ -794,8 +822,9 @@ def markdown(data: dict[str, Any]) -> str:
                       f"the two {result['max_reward_difference']:.2e}.", ""]
         elif name == "text":
             sft_ = result["sft"]
-            path = "compiled, every batch padded to the longest example" if sft_["compiled"] else \
-                "eager, each batch padded to its longest example"
+            path = ("compiled" if sft_["compiled"] else "eager") + (
+                f", transitions packed into rows of {sft_['row_tokens']} tokens ({_pct(sft_.get('padding_share'))} "
+                f"padding), loss on prompt and answer" if sft_.get("row_tokens") else "")
             lines += [f"SFT of the {result['preset']} preset ({result['parameters'] / 1e6:.1f}M) on "
                       f"{result['train_transitions']} transitions, batch {sft_['batch']} ({path}): {sft_['steps']} steps "
                       f"(planned {sft_['planned_steps']}) "
