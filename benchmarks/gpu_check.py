@@ -49,7 +49,7 @@ import platform
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -428,6 +428,31 @@ def text_sft_args(sizes: Sizes, *, steps: int, seconds: float, out: str | Path, 
                     train_size=sizes.text_train_size, eval_size=sizes.trainer_eval, eval_every=10**9,
                     checkpoint_every=10**9, max_seconds=seconds, out=str(out), threads=threads, seed=0,
                     device=device, no_compile=not compiled)
+
+
+#: the text stage's sizes for the memorisation check (`memorise`): the tiny preset on 8 transitions, all 8 a step
+MEMORISE = replace(TINY, text_preset="tiny", text_batch=8, text_train_size=8, trainer_eval=2)
+
+
+def memorise(out: str | Path, device: str = "cpu", threads: int = 1, steps: int = 100) -> dict[str, Any]:
+    """The text stage's SFT (`text_sft_args`, the arguments the GPU run uses, at `MEMORISE` sizes) for `steps`
+    steps on 8 MiniTextWorld transitions, then greedy exact answers on those 8: an SFT that cannot memorise 8
+    transitions cannot learn 8,192 in a GPU window (tests/test_token_rows.py wants >= 6 of 8 in 100 steps)."""
+    from transformers import AutoModelForCausalLM
+
+    from rlvr_envs.integrations.hf import evaluate_accuracy
+    from rlvr_envs.registration import task_from_env_id
+    from trainers import sft
+
+    args = text_sft_args(MEMORISE, steps=steps, seconds=0.0, out=out, device=device, threads=threads, compiled=False)
+    result = sft.main(args)
+    task = task_from_env_id(TEXT_ENV, split="train", size=MEMORISE.text_train_size)
+    model = AutoModelForCausalLM.from_pretrained(result["final_model"]).eval()
+    report = evaluate_accuracy(model, task, range(len(task)), batch_size=len(task))
+    return {"preset": MEMORISE.text_preset, "transitions": len(task), "steps": result["steps"],
+            "exact": round(report["accuracy"] * len(task)), "lr": args.lr, "warmup_steps": args.warmup_steps,
+            "prompt_loss": result["prompt_loss"], "trainer": result["trainer"], "final_loss_mean": result["train_loss"],
+            "train_seconds": round(result["train_runtime"], 1)}
 
 
 def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
