@@ -52,15 +52,26 @@ DOMAINS = ("pusht", "text")
 TEXT_REWARDS = ("task", "binary")
 #: GRPO steps of each domain's demo, sized to about 10 minutes in all on 2 free cores
 DEFAULT_STEPS = {"pusht": 60, "text": 100}
-#: the PushT rewards GRPO can post-train on: env kwargs of ENV_ID and what each pays for
+#: the PushT rewards GRPO can post-train on, and what each pays for ({w}: the pose weight)
 REWARDS = {
-    "pose": (("reward=pose", "pose_weights=[0.03,0.03,0.03]"),
-             "-(MAE + 0.03 x (agent and block position errors / arena diagonal + block angle error / pi)) of the "
+    "pose": ("-(MAE + {w:g} x (agent and block position errors / arena diagonal + block angle error / pi)) of the "
              "decoded frame, the objects read from predicted and real frames by the success judge: an object left "
-             "out costs as much as one misplaced across the arena (about 4x a frame's MAE), and the weights keep the "
-             "object terms on the scale of the MAE so that neither buys the other"),
-    "mae": (("reward=mae",), "-MAE of the decoded frame: pixels only, so it pays for leaving an object out"),
+             "out costs as much as one misplaced across the arena, and the weight keeps the object terms near the "
+             "scale of the MAE so that neither buys the other"),
+    "mae": "-MAE of the decoded frame: pixels only, so it pays for leaving an object out",
 }
+DEFAULT_POSE_WEIGHT = 0.03  #: reward="pose": the weight of each of the three object errors
+
+
+def reward_kwargs(reward: str, pose_weight: float = DEFAULT_POSE_WEIGHT) -> tuple[str, ...]:
+    """The env kwargs of ENV_ID that make `reward` GRPO's reward."""
+    if reward == "pose":
+        return ("reward=pose", f"pose_weights=[{pose_weight:g},{pose_weight:g},{pose_weight:g}]")
+    return (f"reward={reward}",)
+
+
+def reward_text(reward: str, pose_weight: float = DEFAULT_POSE_WEIGHT) -> str:
+    return REWARDS[reward].format(w=pose_weight)
 
 
 @dataclass
@@ -71,6 +82,7 @@ class Args:
     grpo_steps: int = 0
     grpo_minutes: float = 0.0  #: also stop GRPO after this many minutes (0 = no limit); a run cut short says so
     reward: str = "pose"  #: --domain pusht: GRPO's reward, "pose" (pixels and objects) or "mae" (pixels only)
+    pose_weight: float = DEFAULT_POSE_WEIGHT  #: --reward pose: the weight of each object error (agent, block, angle)
     train_episodes: int = 40  #: PushT episodes GRPO trains on (generated once, seed 20000)
     eval_seeds: int = 2  #: sampling seeds of the held-out evaluation (paired across models, averaged per transition)
     eval_windows: int = 96  #: held-out transitions evaluated
@@ -88,6 +100,8 @@ class Args:
             raise ValueError(f"text_reward must be one of {TEXT_REWARDS}, got {self.text_reward!r}")
         if self.reward not in REWARDS:
             raise ValueError(f"reward must be one of {tuple(REWARDS)}, got {self.reward!r}")
+        if not (math.isfinite(self.pose_weight) and self.pose_weight > 0):
+            raise ValueError(f"pose_weight must be a finite number > 0, got {self.pose_weight}")
         if not (math.isfinite(self.grpo_minutes) and self.grpo_minutes >= 0):
             raise ValueError(f"grpo_minutes must be >= 0 (0: no time limit), got {self.grpo_minutes}")
         if self.grpo_steps < 0:
@@ -124,9 +138,9 @@ def grpo_config(args: Args, out: Path):
     runs the same one for each reward and seed."""
     from trainers.grpo_config import GRPOConfig
 
-    return GRPOConfig(env_id=ENV_ID, env_kwargs=REWARDS[args.reward][0], out=str(out), steps=args.grpo_steps,
-                      max_seconds=60 * args.grpo_minutes, lr=1e-4, train_episodes=args.train_episodes,
-                      eval_every=10**9, eval_windows=min(16, args.eval_windows), seed=args.seed,
+    return GRPOConfig(env_id=ENV_ID, env_kwargs=reward_kwargs(args.reward, args.pose_weight), out=str(out),
+                      steps=args.grpo_steps, max_seconds=60 * args.grpo_minutes, lr=1e-4,
+                      train_episodes=args.train_episodes, eval_every=10**9, eval_windows=min(16, args.eval_windows), seed=args.seed,
                       threads=args.threads, device=args.device)
 
 
@@ -366,7 +380,7 @@ def run_pusht(args: Args) -> dict:
     print("[4/4] evaluating the RLVR model on the same transitions and seeds", flush=True)
     scores["rlvr"] = evaluate(rlvr, task, indices, args.eval_seeds)
     baselines = score_baselines(task, indices)
-    results = {"env_id": ENV_ID, "grpo_reward": args.reward, "reward": REWARDS[args.reward][1],
+    results = {"env_id": ENV_ID, "grpo_reward": args.reward, "reward": reward_text(args.reward, args.pose_weight),
                "held_out_transitions": len(indices), "sampling_seeds": args.eval_seeds,
                "grpo_steps": card["steps"], "grpo_steps_planned": args.grpo_steps,
                "grpo_seconds": card["train_seconds_this_run"], "models": compare(scores, baselines),
@@ -381,7 +395,7 @@ def run_pusht(args: Args) -> dict:
     steps = step_line(card["steps"], card["train_seconds_this_run"])
     report = (f"# rlvr-world demo\n\n`{results['command']}` on {results['machine']}, "
               f"{results['total_seconds'] / 60:.1f} min in all ({steps}){load_note(results['run'])}.\n\n"
-              f"GRPO reward ({args.reward}): {REWARDS[args.reward][1]}.\n\n"
+              f"GRPO reward ({args.reward}): {reward_text(args.reward, args.pose_weight)}.\n\n"
               + (f"**{shortfall}.**\n\n" if shortfall else "") + f"{table(results)}\n\n{verdict(results)}\n\n"
               f"{trend}\n\n![frames](frames.png)\n\n![reward](grpo_reward.png)\n\n{PLANNING_NOTE}\n")
     (out / "report.md").write_text(report, encoding="utf-8")
