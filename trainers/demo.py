@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from rlvr_envs.core.files import strict_json, write_json_atomic
+from rlvr_envs.video.evaluation import OBJECT_METRICS
 from rlvr_envs.video.pusht.physics import ARENA_SIZE
 from trainers.common import (command_line, grpo_run, machine_line, parse_dataclass_args, reward_figure,
                              reward_trend, run_command, step_line)
@@ -140,8 +141,8 @@ def grpo_config(args: Args, out: Path):
 
     return GRPOConfig(env_id=ENV_ID, env_kwargs=reward_kwargs(args.reward, args.pose_weight), out=str(out),
                       steps=args.grpo_steps, max_seconds=60 * args.grpo_minutes, lr=1e-4,
-                      train_episodes=args.train_episodes, eval_every=10**9, eval_windows=min(16, args.eval_windows), seed=args.seed,
-                      threads=args.threads, device=args.device)
+                      train_episodes=args.train_episodes, eval_every=10**9, eval_windows=min(16, args.eval_windows),
+                      seed=args.seed, threads=args.threads, device=args.device)
 
 
 def evaluate(model, task, indices, seeds: int) -> dict[str, dict[str, np.ndarray]]:
@@ -153,7 +154,7 @@ def evaluate(model, task, indices, seeds: int) -> dict[str, dict[str, np.ndarray
 
 
 #: the metrics the paired tests cover (lower is better but for PSNR and SSIM)
-PAIRED = ("mae", "mse", "psnr", "ssim", "agent_error", "block_error", "angle_error")
+PAIRED = ("mae", "mse", "psnr", "ssim", *OBJECT_METRICS)
 
 
 def paired(reference: dict[str, np.ndarray], values: dict[str, np.ndarray]) -> dict[str, dict]:
