@@ -392,7 +392,8 @@ def test_grpo_draws_training_prompts_from_a_prompt_filter_file(sft_model, tmp_pa
     (tmp_path / "none.json").write_text(json.dumps({**json.loads((tmp_path / "p.json").read_text()), "indices": []}))
     for bad, said in (("none.json", "keeps no prompt"), ("broken.json", "not a trainers.prompt_filter file")):
         with pytest.raises(SystemExit) as stop:
-            parse_args(["--env-id", ENV_ID, "--prompts", str(tmp_path / bad), "--out", str(tmp_path / "f")])
+            parse_args(["--env-id", ENV_ID, "--model", str(sft_model / "final"), "--prompts", str(tmp_path / bad),
+                        "--out", str(tmp_path / "f")])
         assert stop.value.code == 1 and said in capsys.readouterr().err
     with pytest.raises(ValueError, match="are for language tasks"):
         main(grpo_args("", tmp_path / "e", env_id="RLVRWorld/PushT-SingleStep-v0", env_kwargs=(),

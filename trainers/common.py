@@ -47,6 +47,12 @@ def run_state(out: str | Path) -> tuple[str, str]:
     return "none", ""
 
 
+def owns_output() -> bool:
+    """Whether this process writes --out: a single process, or rank 0 of a distributed run (the
+    other ranks follow it and must not take, or be refused by, the folder's lock)."""
+    return os.environ.get("RANK", "0") == "0"
+
+
 def check_run_folder(out: str, resume: bool, continue_with: str = "", settings: Any = None) -> None:
     """Before any work: `out` can be written, and `--resume` agrees with what `out` holds.
     A finished run is never trained over or extended in place, so no rerun can lose its final
@@ -60,7 +66,8 @@ def check_run_folder(out: str, resume: bool, continue_with: str = "", settings: 
         output_dir(out)
     except argparse.ArgumentTypeError as error:
         raise ValueError(f"argument --out: {error}") from None
-    check_not_in_use(out)  # a run writing there now: say so, not what its files look like mid-run
+    if owns_output():  # a run writing there now: say so, not what its files look like mid-run
+        check_not_in_use(out)
     state, evidence = run_state(out)
     if state == "finished":
         final = Path(out) / "final" if (Path(out) / "final").is_dir() else Path(out)
@@ -99,7 +106,7 @@ def owns_run_folder(continue_with: str = "") -> Callable[[Callable], Callable]:
             from rlvr_envs.core.files import _HELD, OutputLock, write_json_atomic
 
             out = Path(args.out)
-            if os.environ.get("RANK", "0") != "0" or out.resolve() in _HELD:
+            if not owns_output() or out.resolve() in _HELD:
                 return fn(args, *rest, **kwargs)
             with OutputLock(out, command_line(program_name(fn.__module__), args)):
                 check_run_folder(args.out, args.resume, continue_with, args)
