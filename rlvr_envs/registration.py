@@ -195,6 +195,15 @@ def prediction_entry(env_id: str) -> EnvEntry:
             from None
 
 
+def check_env_kwargs(env_id: str, **env_kwargs: Any) -> None:
+    """`env_id`'s task arguments with `env_kwargs` validated, no data loaded (a trainer's check
+    before any work: a bad value is its one-line argument error, not a traceback mid-run)."""
+    from rlvr_envs.core.factory import task_config
+
+    found = prediction_entry(env_id)
+    task_config(found.task, found.id, **{**found.kwargs, **env_kwargs})
+
+
 def task_from_env_id(env_id: str, **env_kwargs: Any):
     """The `Task` behind `gym.make(env_id, **env_kwargs)`, without the env around it.
 

@@ -198,19 +198,26 @@ def test_pose_weights_scale_each_error_term(pusht64_dir):
     assert moved >= 3
 
 
-@pytest.mark.parametrize("weights", [(1, 1), (1, -1, 1), (0, 0, 0), (1, float("nan"), 1), ("a", 1, 1)])
+@pytest.mark.parametrize("weights", [(1, 1), (1, -1, 1), (0, 0, 0), (1, float("nan"), 1), ("a", 1, 1), "1,x,1", "1,1"])
 def test_pose_weights_are_checked(weights):
     from rlvr_envs.video.task import VideoTaskConfig
 
     with pytest.raises(ValueError, match="pose_weights"):
-        VideoTaskConfig(data_dir="d", reward="pose", pose_weights=weights).validate()
+        VideoTaskConfig(reward="pose", pose_weights=weights).validate()
 
 
-def test_pose_reward_is_refused_where_no_reader_exists():
+def test_pose_weights_may_come_as_a_command_line_list():
+    from rlvr_envs.video.task import VideoTaskConfig
+
+    assert VideoTaskConfig(reward="pose", pose_weights="0.03,0.03,0.03").pose_weights == (0.03, 0.03, 0.03)
+    assert VideoTaskConfig(reward="pose", pose_weights=[3, 1, 1]).pose_weights == (3, 1, 1)
+
+
+def test_pose_reward_is_refused_where_no_reader_exists(tmp_path):
     from rlvr_envs.video.task import VideoTaskConfig
 
     with pytest.raises(ValueError, match="reward='pose'"):
-        VideoTaskConfig(dataset="rope", data_dir="rope", tokenizer="tok", reward="pose").validate()
+        VideoTaskConfig(dataset="rope", data_dir=str(tmp_path), tokenizer=str(tmp_path), reward="pose").validate()
 
 
 def test_multi_step_token_mode_inserts_the_given_actions(pusht_dir, tokenizer_dir):

@@ -107,7 +107,9 @@ class GRPOConfig:
             from rlvr_envs.core.files import check_model_source
 
             check_model_source(self.model, "model (--model)")
-        self.kwargs()  # malformed key=value pairs fail here, before any work
+        from rlvr_envs.registration import check_env_kwargs
+
+        check_env_kwargs(self.env_id, **self.kwargs())  # malformed or bad key=value pairs fail here, before any work
         check_run_folder(self.out, self.resume, "--model", self)
         return self
 

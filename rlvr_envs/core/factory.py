@@ -12,7 +12,18 @@ from rlvr_envs.core.util import import_string
 
 
 def build_task(task: str | type[Task], env_id: str | None = None, **kwargs: Any) -> Task:
-    """Instantiate `task` ("module:Class" or the class) from its `Config` dataclass.
+    """Instantiate `task` ("module:Class" or the class) from its `Config` dataclass (`task_config`)."""
+    cls, config = task_config(task, env_id, **kwargs)
+    try:
+        hash(config)
+    except TypeError:  # holds an unhashable object (e.g. a tokenizer instance): no caching
+        return cls(config)
+    return _cached_task(cls, config)
+
+
+def task_config(task: str | type[Task], env_id: str | None = None, **kwargs: Any) -> tuple[type[Task], Any]:
+    """The task class and its validated `Config`, without loading any data: a trainer checks its
+    env kwargs with it before any work.
 
     Unknown keyword arguments fail here, naming the allowed ones, so a typo in
     `gym.make(..., data_dri=...)` is caught at once instead of being silently ignored.
@@ -43,11 +54,7 @@ def build_task(task: str | type[Task], env_id: str | None = None, **kwargs: Any)
                                    f"{allowed} (and mode, render_mode)")
     config = config_cls(**kwargs)
     config.validate()
-    try:
-        hash(config)
-    except TypeError:  # holds an unhashable object (e.g. a tokenizer instance): no caching
-        return cls(config)
-    return _cached_task(cls, config)
+    return cls, config
 
 
 @functools.lru_cache(maxsize=8)

@@ -103,6 +103,17 @@ def skip_frames(frames: np.ndarray, actions: np.ndarray, skip: int, offset: int 
     return frames[: chunks * skip + 1: skip], actions[: chunks * skip].reshape(chunks, -1)
 
 
+def _numbers(value: Any) -> Any:
+    """A command line's comma-separated numbers ("0.03,0.03,0.03") as floats; anything else as given
+    (validate() says what is wrong with it)."""
+    if isinstance(value, str):
+        try:
+            return [float(part) for part in value.split(",")]
+        except ValueError:
+            return value
+    return value
+
+
 @dataclass(frozen=True)
 class VideoTaskConfig:
     """Arguments of the video ids (pass them to `gym.make`).
@@ -138,7 +149,7 @@ class VideoTaskConfig:
 
     def __post_init__(self):
         object.__setattr__(self, "frame_offsets", as_tuple(self.frame_offsets))
-        object.__setattr__(self, "pose_weights", as_tuple(self.pose_weights))
+        object.__setattr__(self, "pose_weights", as_tuple(_numbers(self.pose_weights)))
         spec = DATASETS.get(self.dataset)
         if spec is not None:  # an unknown dataset is reported by validate()
             if self.frame_skip is None:
