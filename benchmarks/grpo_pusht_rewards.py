@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainers.demo import DEFAULT_POSE_WEIGHT, OBJECT_COLUMNS, REWARDS, SIGNIFICANT_P, reward_kwargs, reward_text
+from trainers.demo import DEFAULT_POSE_WEIGHTS, OBJECT_COLUMNS, REWARDS, SIGNIFICANT_P, reward_kwargs, reward_text
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STEM = "grpo_pusht_rewards"
@@ -40,7 +40,7 @@ def stage_command(reward: str, seed: int, args, out: Path) -> list[str]:
     from trainers.common import command_line, resume_flags
     from trainers.demo import Args, grpo_config
 
-    demo = Args(reward=reward, pose_weight=args.pose_weight, seed=seed, grpo_steps=args.steps,
+    demo = Args(out=str(out), reward=reward, pose_weights=tuple(args.pose_weights), seed=seed, grpo_steps=args.steps,
                 train_episodes=args.train_episodes, threads=args.threads, device=args.device)
     command = command_line(f"{sys.executable} -m trainers.grpo", grpo_config(demo.resolved(), out))
     return shlex.split(command) + resume_flags(out)
@@ -102,8 +102,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--rewards", nargs="+", choices=tuple(REWARDS), default=["pose", "mae"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=0, help="GRPO steps (default: the demo's)")
-    parser.add_argument("--pose-weight", type=float, default=DEFAULT_POSE_WEIGHT,
-                        help="reward pose: the weight of each object error (default: the demo's)")
+    parser.add_argument("--pose-weights", type=float, nargs=3, default=list(DEFAULT_POSE_WEIGHTS),
+                        metavar=("AGENT", "BLOCK", "ANGLE"),
+                        help="reward pose: the weights of the object errors (default: the demo's)")
     parser.add_argument("--train-episodes", type=int, default=40, help="PushT episodes GRPO trains on (the demo's)")
     parser.add_argument("--eval-windows", type=int, default=96)
     parser.add_argument("--eval-seeds", type=int, default=2)
@@ -117,8 +118,8 @@ def main(argv: list[str] | None = None) -> dict:
     for name in ("threads", "jobs", "train_episodes", "eval_windows", "eval_seeds"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
-    if not (math.isfinite(args.pose_weight) and args.pose_weight > 0):
-        parser.error("--pose-weight must be a finite number > 0")
+    if not all(math.isfinite(w) and w >= 0 for w in args.pose_weights) or not sum(args.pose_weights):
+        parser.error("--pose-weights must be 3 finite numbers >= 0, not all 0")
     from trainers.demo import DEFAULT_STEPS
 
     args.steps = args.steps or DEFAULT_STEPS["pusht"]
@@ -168,8 +169,8 @@ def evaluate(folders: dict[str, Path], args) -> dict:
     by_reward = {}
     for reward in args.rewards:
         names = [name for name in folders if name.startswith(f"{reward}_seed")]
-        by_reward[reward] = {"description": reward_text(reward, args.pose_weight),
-                             "env_kwargs": list(reward_kwargs(reward, args.pose_weight)),
+        by_reward[reward] = {"description": reward_text(reward, tuple(args.pose_weights)),
+                             "env_kwargs": list(reward_kwargs(reward, tuple(args.pose_weights))),
                              "seeds": len(names),
                              "seeds_all_lower_than_base": sum(verdicts[n]["vs_base"]["all_lower"] for n in names),
                              "seeds_beating_copy_last": sum(verdicts[n]["vs_copy_last"]["all_lower"] for n in names),

@@ -132,29 +132,35 @@ def test_the_verdict_says_where_the_model_stands_against_copying_the_last_frame(
     assert short.endswith("GRPO stopped short of its planned steps (40 of 60).")
 
 
-def test_the_demo_runs_a_fixed_number_of_steps_and_a_time_limit_only_when_asked():
+def test_the_demo_runs_a_fixed_number_of_steps_and_a_time_limit_only_when_asked(tmp_path):
     """The default is a step count, not minutes: the result does not depend on the machine's load.
     A --grpo-minutes that cuts the run short is reported as such."""
-    from pathlib import Path
+    from functools import partial
     from types import SimpleNamespace
 
     from trainers.common import grpo_run, step_line
-    from trainers.demo import DEFAULT_STEPS, Args, grpo_config
+    from trainers.demo import DEFAULT_STEPS, grpo_config
+    from trainers.demo import Args as DemoArgs
+
+    Args = partial(DemoArgs, out=str(tmp_path / "demo"))  # the user's runs/demo may hold a finished demo
 
     assert Args().resolved().grpo_steps == DEFAULT_STEPS["pusht"]
     assert Args(domain="text").resolved().grpo_steps == DEFAULT_STEPS["text"]
     assert Args(grpo_steps=7).resolved().grpo_steps == 7 and Args(tiny=True).resolved().grpo_steps == 2
-    out = Path("runs/demo/grpo")
+    out = tmp_path / "demo" / "grpo"
     config = grpo_config(Args().resolved(), out)
     assert config.steps == DEFAULT_STEPS["pusht"] and config.max_seconds == 0 and config.out == str(out)
     assert config.env_kwargs == ("reward=pose", "pose_weights=[0.03,0.03,0.03]")
     assert grpo_config(Args(reward="mae", grpo_minutes=2).resolved(), out).max_seconds == 120
+    weighted = grpo_config(Args(pose_weights=("0.03", "0.01", "0.01")).resolved(), out)  # as a command line gives them
+    assert weighted.env_kwargs == ("reward=pose", "pose_weights=[0.03,0.01,0.01]")
     record = SimpleNamespace(finish=lambda: {"cpu_share": 0.3, "threads": 2, "load": {"busy": True}})
     assert grpo_run(record, Args().resolved(), DEFAULT_STEPS["pusht"])[1] is None
     assert "stopped at its time limit after 19 of 60" in grpo_run(record, Args(grpo_steps=60), 19)[1]
     assert step_line(109, 420.0) == "109 GRPO steps in 7.0 min, 3.9 s a step on this machine"
     for bad, match in (({"grpo_steps": -1}, "grpo_steps must be >= 0"), ({"grpo_minutes": -1}, "grpo_minutes"),
-                       ({"reward": "lpips"}, "reward must be one of")):
+                       ({"reward": "lpips"}, "reward must be one of"), ({"pose_weights": ("1", "x", "1")}, "3 numbers"),
+                       ({"pose_weights": (0, 0, 0)}, "not all 0"), ({"pose_weights": (1.0, 1.0)}, "3 finite")):
         with pytest.raises(ValueError, match=match):
             Args(**bad).validate()
 

@@ -29,15 +29,15 @@ def test_each_stage_is_the_demos_grpo_run_for_its_reward_and_seed(tmp_path):
 
     from benchmarks.grpo_pusht_rewards import stage_command
 
-    args = SimpleNamespace(steps=60, train_episodes=40, threads=1, device="cpu", pose_weight=0.03)
+    args = SimpleNamespace(steps=60, train_episodes=40, threads=1, device="cpu", pose_weights=[0.03, 0.03, 0.03])
     command = stage_command("pose", 2, args, tmp_path / "pose_seed2")
     assert command[1:3] == ["-m", "trainers.grpo"]
     joined = " ".join(command)
     assert "reward=pose pose_weights=[0.03,0.03,0.03]" in joined and "--seed 2" in joined
     assert "--steps 60" in joined and "--lr 0.0001" in joined and "--resume" not in joined
     assert "reward=mae" in " ".join(stage_command("mae", 0, args, tmp_path / "mae_seed0"))
-    args.pose_weight = 0.01
-    assert "pose_weights=[0.01,0.01,0.01]" in " ".join(stage_command("pose", 0, args, tmp_path / "pose_seed0"))
+    args.pose_weights = [0.03, 0.01, 0.01]
+    assert "pose_weights=[0.03,0.01,0.01]" in " ".join(stage_command("pose", 0, args, tmp_path / "pose_seed0"))
 
 
 @pytest.mark.slow

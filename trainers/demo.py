@@ -53,26 +53,27 @@ DOMAINS = ("pusht", "text")
 TEXT_REWARDS = ("task", "binary")
 #: GRPO steps of each domain's demo, sized to about 10 minutes in all on 2 free cores
 DEFAULT_STEPS = {"pusht": 60, "text": 100}
-#: the PushT rewards GRPO can post-train on, and what each pays for ({w}: the pose weight)
+#: the PushT rewards GRPO can post-train on, and what each pays for ({a}, {b}, {c}: the pose weights)
 REWARDS = {
-    "pose": ("-(MAE + {w:g} x (agent and block position errors / arena diagonal + block angle error / pi)) of the "
-             "decoded frame, the objects read from predicted and real frames by the success judge: an object left "
-             "out costs as much as one misplaced across the arena, and the weight keeps the object terms near the "
-             "scale of the MAE so that neither buys the other"),
+    "pose": ("-(MAE + {a:g} x agent position error / arena diagonal + {b:g} x block position error / arena diagonal "
+             "+ {c:g} x block angle error / pi) of the decoded frame, the objects read from predicted and real frames "
+             "by the success judge: an object left out costs as much as one misplaced across the arena, and the "
+             "weights keep the object terms near the scale of the MAE so that neither buys the other"),
     "mae": "-MAE of the decoded frame: pixels only, so it pays for leaving an object out",
 }
-DEFAULT_POSE_WEIGHT = 0.03  #: reward="pose": the weight of each of the three object errors
+#: reward="pose": the weights of the agent's position, the block's position and the block's angle errors
+DEFAULT_POSE_WEIGHTS = (0.03, 0.03, 0.03)
 
 
-def reward_kwargs(reward: str, pose_weight: float = DEFAULT_POSE_WEIGHT) -> tuple[str, ...]:
+def reward_kwargs(reward: str, pose_weights: tuple[float, ...] = DEFAULT_POSE_WEIGHTS) -> tuple[str, ...]:
     """The env kwargs of ENV_ID that make `reward` GRPO's reward."""
     if reward == "pose":
-        return ("reward=pose", f"pose_weights=[{pose_weight:g},{pose_weight:g},{pose_weight:g}]")
+        return ("reward=pose", f"pose_weights=[{','.join(f'{w:g}' for w in pose_weights)}]")
     return (f"reward={reward}",)
 
 
-def reward_text(reward: str, pose_weight: float = DEFAULT_POSE_WEIGHT) -> str:
-    return REWARDS[reward].format(w=pose_weight)
+def reward_text(reward: str, pose_weights: tuple[float, ...] = DEFAULT_POSE_WEIGHTS) -> str:
+    return REWARDS[reward].format(**dict(zip("abc", pose_weights)))
 
 
 @dataclass
@@ -83,7 +84,7 @@ class Args:
     grpo_steps: int = 0
     grpo_minutes: float = 0.0  #: also stop GRPO after this many minutes (0 = no limit); a run cut short says so
     reward: str = "pose"  #: --domain pusht: GRPO's reward, "pose" (pixels and objects) or "mae" (pixels only)
-    pose_weight: float = DEFAULT_POSE_WEIGHT  #: --reward pose: the weight of each object error (agent, block, angle)
+    pose_weights: tuple[float, ...] = DEFAULT_POSE_WEIGHTS  #: --reward pose: weights of the agent, block, angle errors
     train_episodes: int = 40  #: PushT episodes GRPO trains on (generated once, seed 20000)
     eval_seeds: int = 2  #: sampling seeds of the held-out evaluation (paired across models, averaged per transition)
     eval_windows: int = 96  #: held-out transitions evaluated
@@ -101,8 +102,13 @@ class Args:
             raise ValueError(f"text_reward must be one of {TEXT_REWARDS}, got {self.text_reward!r}")
         if self.reward not in REWARDS:
             raise ValueError(f"reward must be one of {tuple(REWARDS)}, got {self.reward!r}")
-        if not (math.isfinite(self.pose_weight) and self.pose_weight > 0):
-            raise ValueError(f"pose_weight must be a finite number > 0, got {self.pose_weight}")
+        try:
+            self.pose_weights = tuple(float(w) for w in self.pose_weights)  # a command line gives text
+        except (TypeError, ValueError):
+            raise ValueError(f"pose_weights must be 3 numbers, got {self.pose_weights!r}") from None
+        if len(self.pose_weights) != 3 or not all(math.isfinite(w) and w >= 0 for w in self.pose_weights) \
+                or not sum(self.pose_weights):
+            raise ValueError(f"pose_weights must be 3 finite numbers >= 0, not all 0, got {self.pose_weights}")
         if not (math.isfinite(self.grpo_minutes) and self.grpo_minutes >= 0):
             raise ValueError(f"grpo_minutes must be >= 0 (0: no time limit), got {self.grpo_minutes}")
         if self.grpo_steps < 0:
@@ -139,7 +145,7 @@ def grpo_config(args: Args, out: Path):
     runs the same one for each reward and seed."""
     from trainers.grpo_config import GRPOConfig
 
-    return GRPOConfig(env_id=ENV_ID, env_kwargs=reward_kwargs(args.reward, args.pose_weight), out=str(out),
+    return GRPOConfig(env_id=ENV_ID, env_kwargs=reward_kwargs(args.reward, args.pose_weights), out=str(out),
                       steps=args.grpo_steps, max_seconds=60 * args.grpo_minutes, lr=1e-4,
                       train_episodes=args.train_episodes, eval_every=10**9, eval_windows=min(16, args.eval_windows),
                       seed=args.seed, threads=args.threads, device=args.device)
@@ -381,7 +387,7 @@ def run_pusht(args: Args) -> dict:
     print("[4/4] evaluating the RLVR model on the same transitions and seeds", flush=True)
     scores["rlvr"] = evaluate(rlvr, task, indices, args.eval_seeds)
     baselines = score_baselines(task, indices)
-    results = {"env_id": ENV_ID, "grpo_reward": args.reward, "reward": reward_text(args.reward, args.pose_weight),
+    results = {"env_id": ENV_ID, "grpo_reward": args.reward, "reward": reward_text(args.reward, args.pose_weights),
                "held_out_transitions": len(indices), "sampling_seeds": args.eval_seeds,
                "grpo_steps": card["steps"], "grpo_steps_planned": args.grpo_steps,
                "grpo_seconds": card["train_seconds_this_run"], "models": compare(scores, baselines),
@@ -396,7 +402,7 @@ def run_pusht(args: Args) -> dict:
     steps = step_line(card["steps"], card["train_seconds_this_run"])
     report = (f"# rlvr-world demo\n\n`{results['command']}` on {results['machine']}, "
               f"{results['total_seconds'] / 60:.1f} min in all ({steps}){load_note(results['run'])}.\n\n"
-              f"GRPO reward ({args.reward}): {reward_text(args.reward, args.pose_weight)}.\n\n"
+              f"GRPO reward ({args.reward}): {reward_text(args.reward, args.pose_weights)}.\n\n"
               + (f"**{shortfall}.**\n\n" if shortfall else "") + f"{table(results)}\n\n{verdict(results)}\n\n"
               f"{trend}\n\n![frames](frames.png)\n\n![reward](grpo_reward.png)\n\n{PLANNING_NOTE}\n")
     (out / "report.md").write_text(report, encoding="utf-8")
