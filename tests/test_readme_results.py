@@ -13,7 +13,7 @@ import pytest
 from benchmarks import readme_results as rr
 
 # Subsections whose results are committed today; they must stay measured.
-COMMITTED = {"`rlvr-world demo`", "PushT CEM planning against the blind-CEM floor",
+COMMITTED = {"`rlvr-world demo`", "GRPO reward: pixels and objects", "Text SFT speed", "PushT CEM planning against the blind-CEM floor",
              "Candidate ranking: learned vs true simulator", "RLVR on the PushT world model",
              "GRPO on PushT multi-step",
              "PushT video world models", "Compressed multi-step tokenizer", "KV-cached generation", "Env overhead",
@@ -365,9 +365,6 @@ def test_intervals_of_a_ratio_and_of_a_seed_mean():
 
 # -- README's headlines hold for a sceptic -----------------------------------------------------
 
-#: the PushT GRPO row is rebuilt on a benchmark with the transition as the unit (paired tests,
-#: sampling seeds averaged within a transition); until then it shows no interval
-NO_INTERVAL_YET = ("PushT GRPO vs the MLE base",)
 INTERVAL = re.compile(r"\[([-+]?[\d.]+)(%?), ([-+]?[\d.]+)(%?)\]")
 TARGET = re.compile(r"(>=|<=) ([-+]?[\d.]+)(%?)")
 
@@ -386,8 +383,6 @@ def _misjudged(readme: str) -> list[str]:
     for goal, measured, _, target, verdict, _ in _goal_table(readme):
         if not (verdict == "met" or verdict.startswith("**not met**")):
             problems.append(f"{goal}: the verdict {verdict!r} is neither 'met' nor '**not met**'")
-        if goal.startswith(NO_INTERVAL_YET):
-            continue
         intervals, bound = INTERVAL.findall(measured), TARGET.search(target)
         if not intervals or not bound:
             problems.append(f"{goal}: {'no interval' if not intervals else 'no target'} to judge it by")
@@ -471,8 +466,6 @@ def test_every_goal_row_figure_is_read_from_the_file_the_row_names():
         cells = rows[row.goal]
         assert cells[5] == f"`{rr.SHOWN}/{row.file}`"
         data = json.loads((rr.RESULTS / row.file).read_text())
-        if row.goal.startswith(NO_INTERVAL_YET):
-            continue
         assert row.quoted, f"{row.goal}: quotes no figure"
         line = " | ".join(cells)
         for text, pointers in row.quoted:
