@@ -207,3 +207,13 @@ def test_ctrl_c_in_the_demo_is_one_line_naming_the_command(capsys):
         run_command(interrupted, lambda: None, PROGRAM)
     assert stop.value.code == 130
     assert capsys.readouterr().err == "rlvr-world demo: interrupted; rerun it\n"
+
+
+def test_a_bad_demo_argument_names_the_command_the_user_typed(capsys):
+    from trainers.demo import parse_args
+
+    with pytest.raises(SystemExit) as stop:
+        parse_args(["--threads", "0"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.startswith("usage: rlvr-world demo")
+    assert err.strip().splitlines()[-1] == "rlvr-world demo: error: threads must be >= 1, got 0"
