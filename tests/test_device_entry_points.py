@@ -31,7 +31,8 @@ def no_cuda(monkeypatch):
 
 
 @pytest.mark.parametrize("module", TRAINERS)
-def test_trainers_take_device_and_refuse_an_absent_one(module, no_cuda):
+def test_trainers_take_device_and_refuse_an_absent_one(module, no_cuda, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # default --out folders (runs/demo, ...) are new here, whatever the checkout holds
     trainer = importlib.import_module(module)
     assert trainer.parse_args(["--device", "cpu", *NEEDS.get(module, [])]).device == "cpu"
     config = trainer.GRPOConfig if module == "trainers.grpo" else trainer.Args  # GRPO's config sits beside it
