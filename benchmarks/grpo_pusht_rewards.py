@@ -4,11 +4,12 @@
 
 -MAE of the decoded frame pays a model for leaving the pusher or the T-block out of its
 prediction (a blank patch of arena is close in pixels). This benchmark runs the demo's GRPO
-(`trainers.demo.grpo_config`: the shipped MLE model, the same training episodes and steps) once per
-reward and seed, then evaluates every model and the copy-last-frame baseline on the demo's held-out
-transitions with the same sampling seeds. Each model is tested against the MLE base and against
-copying the last frame, paired over transitions (sampling seeds averaged within one), on the MAE
-and on the agent, block and angle errors the success judge reads from the frames.
+(`trainers.demo.grpo_config`: the shipped MLE model, the same training episodes; `--steps` of them,
+the demo runs 120) once per reward and seed, then evaluates every model and the copy-last-frame
+baseline on the demo's held-out transitions with the same sampling seeds. Each model is tested
+against the MLE base and against copying the last frame, paired over transitions (sampling seeds
+averaged within one), on the MAE and on the agent, block and angle errors the success judge reads
+from the frames.
 
 Stages are skipped when their run exists (`--runs`), so an interrupted benchmark resumes. Writes
 benchmarks/results/grpo_pusht_rewards.{json,md,png} (`--name` for a variant, e.g. more steps).
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rewards", nargs="+", choices=tuple(REWARDS), default=["pose", "mae"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--steps", type=int, default=0, help="GRPO steps (default: the demo's)")
+    parser.add_argument("--steps", type=int, default=60, help="GRPO steps of each run (the demo runs 120)")
     parser.add_argument("--pose-weights", type=float, nargs=3, default=list(DEFAULT_POSE_WEIGHTS),
                         metavar=("AGENT", "BLOCK", "ANGLE"),
                         help="reward pose: the weights of the object errors (default: the demo's)")
@@ -120,9 +121,8 @@ def main(argv: list[str] | None = None) -> dict:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
     if not all(math.isfinite(w) and w >= 0 for w in args.pose_weights) or not sum(args.pose_weights):
         parser.error("--pose-weights must be 3 finite numbers >= 0, not all 0")
-    from trainers.demo import DEFAULT_STEPS
-
-    args.steps = args.steps or DEFAULT_STEPS["pusht"]
+    if args.steps < 1:
+        parser.error("--steps must be >= 1")
     runs = Path(args.runs)
     runs.mkdir(parents=True, exist_ok=True)
     folders = run_stages(args, runs)
@@ -206,7 +206,7 @@ def render(report: dict) -> str:
     headers = ["MAE", *(f"{name} ({unit})" for _, name, unit, _ in OBJECT_COLUMNS)]
     lines = [f"# GRPO reward on PushT single-step: pixels and objects ({report['run']['machine']})", "",
              f"`{report['command']}`", "",
-             f"{report['grpo_steps']} GRPO steps from the shipped MLE model per run (the demo's settings); "
+             f"{report['grpo_steps']} GRPO steps from the shipped MLE model per run (the demo's other settings); "
              f"{report['held_out_transitions']} held-out transitions x {report['sampling_seeds']} sampling seeds "
              "(T=1, top-k 100), seeds averaged within a transition; differences are paired over transitions, "
              f"'n.s.' where p >= {SIGNIFICANT_P}.", "",

@@ -52,7 +52,7 @@ PROGRAM = "rlvr-world demo"  #: the demo's public name (`rlvr-world demo` runs `
 DOMAINS = ("pusht", "text")
 TEXT_REWARDS = ("task", "binary")
 #: GRPO steps of each domain's demo, sized to about 10 minutes in all on 2 free cores
-DEFAULT_STEPS = {"pusht": 60, "text": 100}
+DEFAULT_STEPS = {"pusht": 120, "text": 100}
 #: the PushT rewards GRPO can post-train on, and what each pays for ({a}, {b}, {c}: the pose weights)
 REWARDS = {
     "pose": ("-(MAE + {a:g} x agent position error / arena diagonal + {b:g} x block position error / arena diagonal "
@@ -80,7 +80,7 @@ def reward_text(reward: str, pose_weights: tuple[float, ...] = DEFAULT_POSE_WEIG
 class Args:
     domain: str = "pusht"  #: "pusht" (video world model) or "text" (MiniTextWorld, trainers.demo_text)
     out: str = "runs/demo"
-    #: GRPO steps, a fixed count (the same numbers on a busy or a quiet machine); 0 = PushT 60, text 100
+    #: GRPO steps, a fixed count (the same numbers on a busy or a quiet machine); 0 = PushT 120, text 100
     grpo_steps: int = 0
     grpo_minutes: float = 0.0  #: also stop GRPO after this many minutes (0 = no limit); a run cut short says so
     reward: str = "pose"  #: --domain pusht: GRPO's reward, "pose" (pixels and objects) or "mae" (pixels only)
