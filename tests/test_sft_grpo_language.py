@@ -288,7 +288,7 @@ def test_time_limit_times_the_first_step_apart_from_the_steady_ones(monkeypatch)
     import rlvr_envs.integrations.hf as hf
 
     now = [100.0]
-    monkeypatch.setattr(hf.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(hf.time, "time", lambda: now[0])  # the run clock's (rlvr_envs.core.run_clock)
     state, control = SimpleNamespace(global_step=0, is_world_process_zero=True), SimpleNamespace(
         should_training_stop=False)
     limit = hf.TimeLimit(0)

@@ -86,7 +86,7 @@ def check_run_folder(out: str, resume: bool, continue_with: str = "", settings: 
 
 
 #: settings a resumed run may change: how long, where and how fast it runs, never what it learns
-RESUMABLE_SETTINGS = frozenset({"out", "resume", "steps", "max_seconds", "threads", "device", "precision", "bf16",
+RESUMABLE_SETTINGS = frozenset({"out", "resume", "steps", "max_seconds", "end_at", "threads", "device", "precision", "bf16",
                                 "fp32", "no_compile", "micro_batch", "generation_batch", "logging", "eval_every",
                                 "checkpoint_every", "use_vllm", "vllm_mode", "vllm_server_host", "vllm_server_port",
                                 "vllm_gpu_memory_utilization"})

@@ -22,6 +22,9 @@ class GRPOConfig:
     out: str = "runs/grpo"
     steps: int = 300
     max_seconds: float = 0.0  #: also stop after this much training time (0 = no limit); the result is still evaluated and saved
+    #: also stop before this absolute time, setup included (seconds since the epoch, as `date +%s`; 0 = none):
+    #: no step starts that would pass it
+    end_at: float = 0.0
     prompts_per_step: int = 4
     group_size: int = 8  #: samples per prompt (the paper: 16 video, 5 language)
     beta: float = 1e-3  #: KL coefficient against the frozen starting model (0 = no reference model)
@@ -77,7 +80,7 @@ class GRPOConfig:
             "steps", "prompts_per_step", "updates_per_step", "eval_every", "checkpoint_every", "eval_windows",
             "train_episodes", "max_completion_len", "threads", "lora_alpha")} | {
             "top_k": 0, "lora_r": 0, "seed": 0, "generation_batch": 0},
-            positive=("lr", "clip", "temperature", "vllm_gpu_memory_utilization"), non_negative=("beta", "max_seconds"))
+            positive=("lr", "clip", "temperature", "vllm_gpu_memory_utilization"), non_negative=("beta", "max_seconds", "end_at"))
         if self.vllm_gpu_memory_utilization > 1:
             raise ValueError(f"vllm_gpu_memory_utilization is a share of the GPU's memory, at most 1, got "
                              f"{self.vllm_gpu_memory_utilization}")

@@ -40,6 +40,7 @@ import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file
 from rlvr_envs.core.groups import group_advantages
+from rlvr_envs.core.run_clock import RunClock
 from trainers.common import RESUME_REMEDY, adamw, command_line, lora_config, owns_run_folder, resume_line
 
 #: seed of the PushT episodes GRPO trains on when no data_dir is given (held-out set: 10000)
@@ -300,11 +301,13 @@ def train(args) -> dict:
     loss_mask = torch.as_tensor(layout.loss_mask()).to(run.device)
     log = log_path.open("a", encoding="utf-8") if run.is_main else None
     started, failures = time.perf_counter(), 0
+    clock = RunClock(args.max_seconds, args.end_at)
     bar = tqdm(total=args.steps, initial=step, desc=f"GRPO {args.env_id.split('/')[-1]}", unit="step",
                disable=not run.is_main)
     while step < args.steps:
-        if run.agree(bool(args.max_seconds) and time.perf_counter() - started >= args.max_seconds):
-            bar.write(f"stopping at step {step}: --max-seconds {args.max_seconds} reached")
+        if run.agree(clock.time_to_stop()):
+            bar.write(f"stopping at step {step}: the next step (~{clock.predicted_step():.2f} s) would pass the "
+                      f"time limit")
             break
         tick = time.perf_counter()
         rng = np.random.default_rng([args.seed, step])
@@ -392,6 +395,7 @@ def train(args) -> dict:
         step += 1
         record.update(generate_seconds=generated - tick, update_seconds=time.perf_counter() - generated,
                       seconds=time.perf_counter() - started)
+        clock.step_done(time.perf_counter() - tick)  # its own seconds: the evaluations below are not a step's
         bar.update(1)
         bar.set_postfix(reward=f"{record['reward']:.4f}", zero_spread=f"{record['zero_spread']:.2f}")
         if not run.is_main:
@@ -423,7 +427,7 @@ def train(args) -> dict:
             "command": command_line("python -m trainers.grpo", args),
             "args": dataclasses.asdict(args), "started_from": started_from, "steps": step,
             "train_seconds_this_run": round(seconds, 1), "reward_failures": failures, "held_out_transitions": len(eval_indices),
-            "processes": run.world, "machine": machine_line(run),
+            "processes": run.world, "machine": machine_line(run), "clock": clock.record(),
             "start": history[0]["eval"], "final": history[-1]["eval"], "eval_history": history}
     (out / "card.json").write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
     shutil.rmtree(out / "checkpoint", ignore_errors=True)

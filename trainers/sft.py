@@ -86,6 +86,9 @@ class Args:
     train_size: int = 0  #: training transitions (tasks with a `size` argument; 0 = the task's default)
     eval_size: int = 64  #: held-out (test split) transitions evaluated
     max_seconds: float = 0.0  #: also stop after this much training time (0 = no limit); still evaluated and saved
+    #: also stop before this absolute time, setup included (seconds since the epoch, as `date +%s`; 0 = none):
+    #: the run stops before a step that would pass it, and its learning rate anneals over the time given
+    end_at: float = 0.0
     eval_every: int = 200
     checkpoint_every: int = 200
     max_new_tokens: int = 0  #: evaluation answer budget (0 = the task's max_response_len)
@@ -118,7 +121,7 @@ class Args:
         check_ranges(self, at_least={name: 1 for name in (
             "steps", "batch_size", "eval_size", "eval_every", "checkpoint_every", "threads", "lora_alpha")} | {
             name: 0 for name in ("lora_r", "train_size", "max_new_tokens", "warmup_steps", "seed", "row_tokens")},
-            positive=("lr",), non_negative=("weight_decay", "max_seconds"))
+            positive=("lr",), non_negative=("weight_decay", "max_seconds", "end_at"))
         if self.logging not in ("none", "tensorboard"):
             raise ValueError(f"logging must be 'none' or 'tensorboard', got {self.logging!r}")
         if self.model:
@@ -359,7 +362,7 @@ def main(args: Args) -> dict[str, Any]:
     config = sft_config(args, longest=needed)
     evaluator = HeldOutEval(eval_task, held_out_indices(eval_task, args.eval_size), args.eval_every,
                             log_path=out / "log.jsonl", max_new_tokens=args.max_new_tokens or None)
-    time_limit = TimeLimit(args.max_seconds)
+    time_limit = TimeLimit(args.max_seconds, args.end_at)
     trainer = SFTTrainer(model=model, args=config, train_dataset=sft_dataset(train_task, indices),
                          processing_class=train_task.tokenizer,
                          callbacks=[evaluator, JsonlLog(out / "log.jsonl"), time_limit],
@@ -419,7 +422,8 @@ def train_from_scratch(args: Args, train_task: Any, eval_task: Any, indices: lis
     from rlvr_envs.integrations.hf import HeldOutEval, held_out_indices
     from trainers.common import RESUME_REMEDY
     from trainers.distributed import machine_line, start_run
-    from trainers.token_rows import auto_micro_batch, make_optimizer, train_loop, warmup_cosine
+    from rlvr_envs.core.run_clock import RunClock, warmup_cosine
+    from trainers.token_rows import auto_micro_batch, make_optimizer, train_loop
 
     run = start_run(args.device, "fp32" if args.fp32 else "auto", args.threads)
     say = print if run.is_main else (lambda *a, **k: None)
@@ -439,7 +443,9 @@ def train_from_scratch(args: Args, train_task: Any, eval_task: Any, indices: lis
     raw_model = model
     n_params = sum(p.numel() for p in model.parameters())
     optimizer = make_optimizer(model, args.lr, run.device, weight_decay=args.weight_decay, betas=(0.9, 0.999))
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(args.warmup_steps, args.steps))
+    clock = RunClock(args.max_seconds, args.end_at)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(
+        args.warmup_steps, args.steps, lambda: run.from_main(clock.fraction())))
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
@@ -482,7 +488,7 @@ def train_from_scratch(args: Args, train_task: Any, eval_task: Any, indices: lis
             evaluator.run(raw_model, step)
 
     done = train_loop(model, optimizer, schedule, run, rows, rows.to(run.device), steps=args.steps, step=step,
-                      batch_rows=batch_rows, micro=micro, seed=args.seed, max_seconds=args.max_seconds,
+                      batch_rows=batch_rows, micro=micro, seed=args.seed, clock=clock,
                       compiled=compiled, raw_model=raw_model, on_step=on_step, say=say, desc="SFT")
     mean_row_tokens = float(rows.real_tokens().mean())
     steady = done.steady_rate(round(batch_rows * mean_row_tokens))
@@ -499,7 +505,7 @@ def train_from_scratch(args: Args, train_task: Any, eval_task: Any, indices: lis
         "transitions_per_step": batch_rows * rows.examples / len(rows.input_ids),
         "padding_share": rows.padding_share(), "tokens_per_second": done.rate(real=True),
         "tokens_per_second_after_first_step": steady or None, "stopped_by_time": done.stopped_by_time,
-        "machine": machine_line(run), "seconds": time.perf_counter() - started}
+        "clock": clock.record(), "final_learning_rate": schedule.get_last_lr()[0], "machine": machine_line(run), "seconds": time.perf_counter() - started}
     if run.is_main:
         if not evaluator.history or evaluator.history[-1]["step"] != done.step:
             evaluator.run(raw_model, done.step)

@@ -9,7 +9,8 @@ answer only), next-token cross-entropy averaged over the labelled tokens of the 
 
 * the rows live on the device (no host copy per step); a step's rows are drawn by a host
   generator seeded by (seed, step), so a resumed run draws what the uninterrupted one would;
-* fused AdamW on CUDA (`trainers.common.adamw`), a warmup-cosine schedule (`warmup_cosine`),
+* fused AdamW on CUDA (`trainers.common.adamw`), a warmup-cosine schedule over steps or, with a
+  time limit, over the time given (`rlvr_envs.core.run_clock`), stopping before a step would pass the limit;
   bf16 autocast where the device computes bf16 natively (`rlvr_envs.core.device`);
 * optional `torch.compile`: every forward has one shape (rows of one length, micro-batches of
   one size), so it compiles once;
@@ -36,6 +37,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
+
+from rlvr_envs.core.run_clock import RunClock
 
 IGNORE = -100  #: the label of a token that carries no loss (Hugging Face's ignore index)
 
@@ -185,13 +188,6 @@ def make_optimizer(model, lr: float, device: torch.device, weight_decay: float =
     return adamw(model.parameters(), device, lr=lr, weight_decay=weight_decay, betas=betas)
 
 
-def warmup_cosine(warmup: int, steps: int) -> Callable[[int], float]:
-    """The learning-rate factor at step s: linear warmup over `warmup` steps, then cosine to 0 at `steps`
-    (a Python float: numpy scalars in a scheduler's state would not load with weights_only=True)."""
-    warmup = max(1, int(warmup))
-    return lambda s: float(min(1.0, (s + 1) / warmup) * 0.5 * (1 + np.cos(np.pi * min(1.0, s / steps))))
-
-
 def auto_micro_batch(model, tokens: int, wanted: int, device: torch.device) -> int:
     """The largest forward that fits `device` by the sizing estimate (all of `wanted` on a CPU), a
     divisor of `wanted` (equal parts)."""
@@ -232,24 +228,25 @@ class LoopResult:
 
 
 def train_loop(model, optimizer, schedule, run, rows: TokenRows, device_rows: DeviceRows, *, steps: int,
-               step: int, batch_rows: int, micro: int, seed: int, max_seconds: float = 0.0,
+               step: int, batch_rows: int, micro: int, seed: int, clock: RunClock | None = None,
                compiled: bool = False, raw_model: Any = None, on_step: Callable[[int, torch.Tensor], None] | None = None,
                say: Callable[..., None] = print, desc: str = "train") -> LoopResult:
     """Train from `step` to `steps`: each step draws `batch_rows` rows (this rank's share, `run.shard`)
     with a generator seeded by (seed, step), takes one optimizer step and one schedule step, then calls
     `on_step(step, loss)` on the main rank (logging, checkpoints, evaluations: the caller's). Stops
-    early once `max_seconds` of training have passed (all ranks agree). A compiled model that fails on
-    its first step trains eager instead (`raw_model`), one process only."""
+    early when the next step would pass `clock`'s end time (all ranks agree; `rlvr_envs.core.run_clock`).
+    A compiled model that fails on its first step trains eager instead (`raw_model`), one process only."""
     from tqdm.auto import tqdm
 
     counts, real = rows.counts(), rows.real_tokens()
     started, tokens, real_tokens, first_step_seconds, ran = time.perf_counter(), 0, 0, None, 0
     loss_sum = torch.zeros((), device=device_rows.input_ids.device)
-    stopped = False
+    stopped, clock = False, clock or RunClock()
     bar = tqdm(total=steps, initial=step, desc=desc, unit="step", disable=not run.is_main)
     while step < steps:
-        if run.agree(bool(max_seconds) and time.perf_counter() - started >= max_seconds):
-            bar.write(f"stopping at step {step}: --max-seconds {max_seconds} reached")
+        if run.agree(clock.time_to_stop()):
+            bar.write(f"stopping at step {step}: the next step (~{clock.predicted_step():.2f} s) would pass the "
+                      f"time limit")
             stopped = True
             break
         model.train()
@@ -271,6 +268,7 @@ def train_loop(model, optimizer, schedule, run, rows: TokenRows, device_rows: De
             if run.device.type == "cuda":
                 torch.cuda.synchronize(run.device)
             first_step_seconds = time.perf_counter() - began
+        clock.step_done()
         step += 1
         ran += 1
         loss_sum += loss.detach()

@@ -42,11 +42,11 @@ import numpy as np
 import torch
 
 from rlvr_envs.core.files import json_line, keep_log_until, load_torch_file, strict_json
+from rlvr_envs.core.run_clock import RunClock, warmup_cosine
 from trainers.common import (RESUME_REMEDY, check_ranges, check_run_folder, owns_run_folder, parse_dataclass_args,
                              resume_line, run_command)
 # the one token-row loop every from-scratch world model trains through (text SFT too)
-from trainers.token_rows import (TokenRows, auto_micro_batch, make_optimizer, train_loop,  # noqa: F401
-                                 training_step, warmup_cosine)
+from trainers.token_rows import TokenRows, auto_micro_batch, make_optimizer, train_loop, training_step  # noqa: F401
 
 
 @dataclass
@@ -76,6 +76,9 @@ class Args:
     resume: bool = False  #: continue the unfinished run in --out (a finished one is refused: --init OUT --out NEW)
     init: str = ""  #: continue training this saved model (e.g. the shipped one) instead of a fresh one
     max_seconds: float = 0.0  #: stop after this much training time (0 = run all steps); for matched-time baselines
+    #: also stop before this absolute time, setup included (seconds since the epoch, as `date +%s`; 0 = none):
+    #: the run stops before a step that would pass it, and its learning rate anneals over the time given
+    end_at: float = 0.0
 
     def validate(self) -> "Args":
         from rlvr_envs.video.sources import DATASETS
@@ -84,7 +87,7 @@ class Args:
             raise ValueError(f"layout must be 'single' or 'multi', got {self.layout!r}")
         check_ranges(self, at_least={name: 1 for name in (
             "steps", "batch_size", "warmup", "eval_windows", "eval_every", "checkpoint_every", "threads")} | {
-            "seed": 0}, positive=("lr",), non_negative=("max_seconds", "micro_batch"))
+            "seed": 0}, positive=("lr",), non_negative=("max_seconds", "end_at", "micro_batch"))
         if self.dataset not in DATASETS:
             raise ValueError(f"--dataset {self.dataset!r}: one of {', '.join(DATASETS)}")
         if self.frame_skip < 0 or self.future < 0:
@@ -207,7 +210,9 @@ def main(args: Args) -> dict:
     check_world_model_config(model.config, train_task.vocab, train_task.layout)
     model.to(run.device)  # before the optimizer loads its state, so the state lands on the device too
     optimizer = make_optimizer(model, args.lr, run.device)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(args.warmup, args.steps))
+    clock = RunClock(args.max_seconds, args.end_at)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(
+        args.warmup, args.steps, lambda: run.from_main(clock.fraction())))
     if state is not None:
         optimizer.load_state_dict(state["optimizer"])
         schedule.load_state_dict(state["schedule"])
@@ -250,7 +255,7 @@ def main(args: Args) -> dict:
                   flush=True)
 
     done = train_loop(model, optimizer, schedule, run, rows, rows.to(run.device), steps=args.steps, step=step,
-                      batch_rows=args.batch_size, micro=micro, seed=args.seed, max_seconds=args.max_seconds,
+                      batch_rows=args.batch_size, micro=micro, seed=args.seed, clock=clock,
                       compiled=compiled, raw_model=raw_model, on_step=on_step, say=say,
                       desc=f"MLE {args.layout}-step")
     step, compiled, seconds, tokens = done.step, done.compiled, done.seconds, done.tokens
@@ -260,7 +265,7 @@ def main(args: Args) -> dict:
     if not run.is_main:  # rank 0 evaluates and saves; the others are done
         run.end()
         return {"rank": run.rank, "steps": step}
-    if not history or history[-1]["step"] != step:  # stopped early by --max-seconds
+    if not history or history[-1]["step"] != step:  # stopped early by its time limit
         history.append({"step": step, **evaluate(raw_model, test_task, eval_windows, args.seed)})
     save_world_model(raw_model, str(out))  # bfloat16 on disk: half the bytes of a shipped checkpoint
     card = {"what": f"LLaMA {args.layout}-step {train_task.config.spec.label} world model, MLE on frame codes",
@@ -269,7 +274,8 @@ def main(args: Args) -> dict:
             "held_out_windows": len(eval_windows), "steps": step, "train_seconds_this_run": round(seconds, 1),
             "tokens_per_second": round(tokens / max(seconds, 1e-9)), "processes": run.world,
             "tokens_per_second_after_first_step": round(steady), "micro_batch": micro, "compiled": compiled, "first_step_seconds": round(first_step_seconds or 0.0, 2),
-            "machine": machine_line(run),
+            "stopped_by_time": done.stopped_by_time, "clock": clock.record(),
+            "final_learning_rate": schedule.get_last_lr()[0], "machine": machine_line(run),
             "held_out": history[-1] if history else None, "eval_history": history}
     (out / "card.json").write_text(json.dumps(strict_json(card), indent=2, allow_nan=False) + "\n",  # inf PSNR: null
                                    encoding="utf-8")

@@ -263,22 +263,24 @@ class JsonlLog(_callback_base()):
 
 
 class TimeLimit(_callback_base()):
-    """Stops training once `seconds` of wall time have passed since training began (0 = never),
-    so a run fits a time budget and still ends with its final evaluation and save. Under
-    several processes the main process's clock decides for all (broadcast), so no process
-    waits at a collective that the others have left. It also times the steps: the first one
-    (a compiled model compiles in it) apart from the rest (`steady_rate`)."""
+    """Stops training before the next step would pass the time limit (`seconds` of training, 0 = none, and/or
+    the absolute `end_at`: `rlvr_envs.core.run_clock.RunClock`), so a run fits its time and still ends with
+    its final evaluation and save. Under several processes the main process's clock decides for all
+    (broadcast), so no process waits at a collective that the others have left. It also times the steps:
+    the first one (a compiled model compiles in it) apart from the rest (`steady_rate`)."""
 
-    def __init__(self, seconds: float):
-        self.seconds = float(seconds)
-        self.started: float | None = None
+    def __init__(self, seconds: float = 0.0, end_at: float = 0.0):
+        self.seconds, self.end_at = float(seconds), float(end_at)
+        self.clock = None
         self.stopped_at: int | None = None
         self.steps = 0  #: steps of this run
         self.first_step_seconds: float | None = None
         self.last_step_at: float | None = None  #: seconds since training began, at the last step's end
 
     def on_train_begin(self, args, state, control, **kwargs):
-        self.started = time.perf_counter()
+        from rlvr_envs.core.run_clock import RunClock
+
+        self.clock = RunClock(self.seconds, self.end_at)
 
     def steady_rate(self) -> float | None:
         """Steps per second after the first step (None before a second step)."""
@@ -287,16 +289,16 @@ class TimeLimit(_callback_base()):
         return (self.steps - 1) / (self.last_step_at - self.first_step_seconds)
 
     def on_step_end(self, args, state, control, **kwargs):
-        if self.started is None:
+        if self.clock is None:
             return
-        elapsed = time.perf_counter() - self.started
+        self.clock.step_done()
         self.steps += 1
-        self.last_step_at = elapsed
+        self.last_step_at = self.clock.last - self.clock.start
         if self.first_step_seconds is None:
-            self.first_step_seconds = elapsed
-        if not self.seconds:
+            self.first_step_seconds = self.last_step_at
+        if not self.clock.limited:
             return
-        stop = elapsed >= self.seconds
+        stop = self.clock.time_to_stop()
         import torch
 
         if torch.distributed.is_available() and torch.distributed.is_initialized():
@@ -310,4 +312,5 @@ class TimeLimit(_callback_base()):
             if state.is_world_process_zero:
                 from tqdm.auto import tqdm
 
-                tqdm.write(f"stopping at step {state.global_step}: time limit of {self.seconds:g} s reached")
+                tqdm.write(f"stopping at step {state.global_step}: the next step (~{self.clock.predicted_step():.2f} s)"
+                           f" would pass the time limit")
