@@ -1,43 +1,47 @@
-"""The prepared GPU check: one script, one hard deadline (default 8 minutes on one H200), every
-figure against the hardware's own ceilings measured in the same run.
+"""The prepared GPU check: one script, one hard deadline (default 8 minutes), every figure against the
+hardware's own ceilings measured in the same run, and the models it trains brought back to be adopted.
 
     python -m benchmarks.gpu_check --device cuda                        # writes benchmarks/results/gpu_check/
-    python -m benchmarks.gpu_check --device cpu --tiny --out /tmp/gc    # the same code path in about a minute
-    python -m benchmarks.gpu_check --device cuda --stages web           # the web set (4 minutes)
+    python -m benchmarks.gpu_check --device cpu --tiny --out /tmp/gc    # the same code path in a few minutes
+    python -m benchmarks.gpu_check --device cuda --stages pusht,web     # the optional set (+180 s, +240 s)
 
-Stages, in order; the JSON and Markdown are rewritten after every stage, so a later crash or a
-killed run loses nothing already measured:
+Each stage runs in its own process, killed at its end time (`run_stage_process`); the JSON and Markdown
+are rewritten after every stage, so a stage cut short or a crash loses nothing already measured. The
+trainers take the stage's end time (`--end-at`): each stops before a step that would pass it and anneals
+its learning rate over the time it has (`rlvr_envs.core.run_clock`), so a run cut by time has finished its
+schedule; a trainer compiles only when its seconds exceed 3x the compile warm-up. Stages, in order:
 
 1. ceilings: a large bf16 matmul's FLOP/s and the device copy rate (`benchmarks.world_model_speed`).
-2. speed: the paper preset (120M) on RT-1's single-step shapes: decoding eager vs static KV cache
-   + CUDA graphs, with the graph step's attention by matmuls and compiled too (tokens/s, share of
-   the memory floor), and the MLE training step eager vs compiled (tokens/s, MFU against stage 1's
-   matmul rate).
-3. rewards: -(L1 + LPIPS) of 256x320 frames, one batched call vs one call per frame (goal >= 5x).
-4. text: MiniTextWorld SFT of the ~57M "medium" text preset from scratch (`text_sft_args`: the token-row loop,
-   transitions packed into fixed-length rows, loss on prompt and answer, compiled on CUDA) on fresh procedural
-   transitions, then GRPO with groups of 16; held-out exact accuracy on changed and
-   unchanged transitions with 95% Wilson intervals, next to the shipped CPU models (paired tests).
-5. pusht: PushT single-step with the ~22M "base" world model: MLE on freshly generated episodes,
-   then GRPO; held-out MAE against copy-last-frame and the tokenizer ceiling, GRPO step time, the
-   candidate-ranking agreement with the true simulator, and the trained model exported into
-   `--out` as bf16 safetensors shards of <= 15 MiB.
+2. ship: the models CPU users get by default, at their own sizes (the PushT single-step world model, the
+   MiniTextWorld SFT model), trained on more fresh data than their CPU runs saw, then GRPO (PushT on the
+   demo's pose reward); each comes back as one bf16 bundle in --out (`rlvr_envs.core.bundle`), and
+   `rlvr-world adopt` judges it on a CPU against the shipped one. A model that saw fewer training
+   sequences than the shipped one is reported "undertrained". Never the stage shrunk for time.
+3. speed: the paper preset (120M) on RT-1's single-step shapes: decoding eager vs static KV cache
+   + CUDA graphs and its variants (tokens/s, share of the memory floor), and the MLE training step eager
+   vs compiled (tokens/s, MFU against stage 1's matmul rate).
+4. rewards: -(L1 + LPIPS) of 256x320 frames, one batched call vs one call per frame (goal >= 5x).
+5. text: MiniTextWorld SFT of the ~57M "medium" text preset from scratch (`text_sft_args`: the token-row loop,
+   transitions packed into fixed-length rows, loss on prompt and answer) on fresh procedural transitions,
+   then GRPO with groups of 16; held-out exact accuracy on changed and unchanged transitions with 95%
+   Wilson intervals, next to the shipped CPU models (paired tests).
 
-The optional second set, `--stages web` (its own deadline, 4 minutes):
+The optional second set, run when named, each stage adding its own seconds to the deadline:
 
-6. web: MiniWeb SFT from scratch on fresh procedural transitions, GRPO from it, then the web-agent
+6. pusht: PushT single-step with the ~22M "base" world model: MLE on freshly generated episodes, then GRPO;
+   held-out MAE against copy-last-frame and the tokenizer ceiling, the GRPO step time (the median of >= 5
+   steps after the first, which captures the decoder's graphs), and the candidate-ranking agreement with
+   the true simulator.
+7. web: MiniWeb SFT from scratch on fresh procedural transitions, GRPO from it, then the web-agent
    table (`benchmarks.web_agent`: policy alone, + SFT world model, + GRPO world model, + the true
    simulator) on >= 100 goal episodes with Wilson intervals, every episode of an agent in one
    lockstep batch, so each step decodes all their candidates at once.
 
-The deadline holds everything (model loading, evaluation, the planning agreement): each stage gets
-its planned seconds, shrunk so the later stages keep their minimums, and a stage whose minimum no
-longer fits is skipped and says so; if a stage is still running when the deadline passes, the
-check records it as stopped and exits with status 3 (`DEADLINE_EXIT`), keeping what was measured.
-Training stages turn their seconds into the trainers' `max_seconds` after reserving their
-evaluation, and plan their steps from the measured matmul rate so cosine schedules end near the
-limit. The LPIPS trunk is the seeded random one unless its real weights are on the machine; the
-output says which. docs/scale_out.md says what the H200 runs measured.
+Each stage gets its planned seconds, shrunk so the later stages keep their minimums; a stage whose minimum
+no longer fits is skipped and says so. If the deadline itself passes, the check records the running stage
+as stopped and exits with status 3 (`DEADLINE_EXIT`), keeping what was measured. Everything it writes to
+--out fits `BRING_BACK_LIMITS`. The LPIPS trunk is the seeded random one unless its real weights are on
+the machine; the output says which. docs/scale_out.md says what the H200 runs measured.
 """
 
 from __future__ import annotations
@@ -59,8 +63,13 @@ RESULTS = Path(__file__).parent / "results" / "gpu_check"
 TEXT_ENV = "RLVRWorld/MiniTextWorld-v0"
 PUSHT_ENV = "RLVRWorld/PushT-SingleStep-v0"
 WEB_ENV = "RLVRWorld/MiniWeb-v0"
-#: stages of the optional second set, run only when named, under their own deadline (`Sizes.web_deadline`)
-SECOND_SET = ("web",)
+#: stages of the optional second set, run only when named, each adding its own seconds to the deadline
+#: (`Sizes.second_set_deadlines`): the larger-preset PushT model and the web table
+SECOND_SET = ("pusht", "web")
+#: the ship stage's bundles in --out: one file per model (`rlvr_envs.core.bundle`), judged by `rlvr-world adopt`
+SHIP_BUNDLES = {"text": "ship_text_model.safetensors", "pusht": "ship_pusht_model.safetensors"}
+#: what a run may bring back from its --out: files, MiB per file, MiB in all
+BRING_BACK_LIMITS = (8, 15, 60)
 WEB_GRPO_PROMPTS = 2000  #: MiniWeb GRPO's training transitions (a few hundred are drawn in its seconds)
 SHIPPED_TEXT = ("minitextworld_sft_model", "minitextworld_sft_longer_model")
 
@@ -71,9 +80,13 @@ class Sizes:
 
     deadline: float = 480.0  #: seconds for the whole check (model loading, evaluation and planning included)
     #: per stage: (planned seconds, minimum seconds); a stage is shrunk towards its minimum, then skipped
-    plans: tuple[tuple[str, float, float], ...] = (("ceilings", 10, 5), ("speed", 130, 40), ("rewards", 10, 5),
-                                                   ("text", 150, 70), ("pusht", 160, 80), ("web", 230, 60))
-    web_deadline: float = 240.0  #: seconds added to the deadline when the web set runs
+    #: `ship` comes first after the ceilings and is never the one shrunk for time: the speed and larger-preset
+    #: stages after it shrink towards their minimums, and the larger PushT model is in the optional set
+    plans: tuple[tuple[str, float, float], ...] = (("ceilings", 10, 5), ("ship", 230, 120), ("speed", 100, 40),
+                                                   ("rewards", 10, 5), ("text", 120, 60), ("pusht", 160, 80),
+                                                   ("web", 230, 60))
+    #: seconds each optional stage adds to the deadline when it runs
+    second_set_deadlines: tuple[tuple[str, float], ...] = (("pusht", 180.0), ("web", 240.0))
     speed: Any = None  #: benchmarks.world_model_speed sizes (None: its defaults)
     #: time compiled training and the compiled decode step too (each warm-up is tens of seconds; the speed
     #: stage's 130 s are sized for them)
@@ -122,13 +135,30 @@ class Sizes:
     web_reserve: float = 70.0  #: seconds kept for the web-agent table
     web_episodes: int = 100
     web_k: int = 4
+    #: the ship stage: the shipped-size models (the MiniTextWorld SFT model's "small" preset, the PushT
+    #: single-step model's "pusht" preset) on more fresh data than their CPU runs saw, then GRPO
+    ship_text_preset: str = "small"
+    ship_text_train_size: int = 16384
+    ship_text_batch: int = 64
+    ship_text_share: float = 0.4  #: of the ship stage's seconds, for text (the rest PushT)
+    ship_pusht_preset: str = "pusht"
+    ship_pusht_episodes: int = 600  #: ~64 s on 15 simulator workers (300 took 31.8 s on the H200 machine)
+    ship_pusht_batch: int = 64
+    ship_grpo_share: float = 0.25  #: of each model's training seconds, GRPO's (the rest SFT/MLE)
+    ship_reserve: float = 15.0  #: seconds kept after the last GRPO: its save and the two bundles
+    #: torch.compile's warm-up, an estimate from the H200 runs (23-88 s): a trainer compiles only when its
+    #: seconds exceed 3x this, so a compile never eats the time it would save
+    compile_warmup: float = 30.0
+    grpo_timed_steps: int = 5  #: GRPO steps after the first (graph capture) its step time is the median of
     max_steps: int = 10**6  #: a cap on every trainer's steps (the tiny run's budget is steps, not seconds)
     utilisation: float = 0.3  #: planning figure: the share of the matmul rate a training step is expected to reach
-    shard_mib: int = 15
 
 
-TINY = Sizes(deadline=600.0, plans=(("ceilings", 10, 1), ("speed", 60, 5), ("rewards", 10, 1), ("text", 200, 10),
-                                    ("pusht", 200, 10), ("web", 200, 10)), web_deadline=300.0,
+TINY = Sizes(deadline=600.0, plans=(("ceilings", 10, 1), ("ship", 200, 10), ("speed", 60, 5), ("rewards", 10, 1),
+                                    ("text", 200, 10), ("pusht", 200, 10), ("web", 200, 10)),
+             second_set_deadlines=(("pusht", 300.0), ("web", 300.0)), ship_text_preset="micro",
+             ship_text_train_size=16, ship_text_batch=2, ship_pusht_preset="tiny", ship_pusht_episodes=12,
+             ship_pusht_batch=2, ship_reserve=0.0,
              web_preset="micro", web_batch=2, web_train_size=16, web_group=2, web_prompts=2, web_completion=8,
              web_grpo_overhead=0.0, web_grpo_minimum=0.0, web_reserve=0.0, web_episodes=2, web_k=2,
              speed="tiny", speed_compile=False, reward_frames=4, reward_resolution=(64, 64), text_preset="micro",
@@ -136,7 +166,7 @@ TINY = Sizes(deadline=600.0, plans=(("ceilings", 10, 1), ("speed", 60, 5), ("rew
              text_reserve=0.0, sft_overhead=0.0, text_grpo_overhead=0.0, text_grpo_minimum=0.0, trainer_eval=2,
              pusht_preset="tiny", pusht_episodes=12, pusht_batch=2, pusht_group=2, pusht_prompts=2,
              pusht_grpo_minimum=0.0, pusht_eval=2, pusht_overhead=0.0, pusht_reserve=0.0, agreement_episodes=1,
-             agreement_candidates=4, max_steps=4)
+             agreement_candidates=4, max_steps=6)
 
 
 class Deadline:
@@ -224,6 +254,77 @@ def run_stages(names: list[str], plans: dict[str, tuple[float, float]], deadline
         record(name, result)
 
 
+# -- each stage in its own process ------------------------------------------------------------------
+#: seconds a stage's process may run past its end time to write its result before it is killed
+CHILD_GRACE = 3.0
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write `data` as JSON atomically (a killed writer leaves the previous file, never half of one)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(data, indent=2, default=_plain) + "\n")
+    os.replace(partial, path)
+
+
+def stage_result_path(work: Path, name: str) -> Path:
+    return work / f"stage_{name}.json"
+
+
+def run_stage_process(name: str, budget: float, argv: list[str], work: Path, ceilings: dict[str, float],
+                      hard_limit: float, started=None) -> dict[str, Any]:
+    """Run stage `name` as `python -m benchmarks.gpu_check ARGV --child-stage NAME --child-end-at T` in its own
+    process group, killed at its end time (+ `CHILD_GRACE`, within `hard_limit` seconds): a trainer's step,
+    a compile or an evaluation cannot hold the check past it. Returns the stage's result, or, when it was
+    killed, the parts it had finished (`Context.note`) marked "stopped". `started(process)` sees the process
+    (the check's hard stop, a second later, kills it too)."""
+    import signal
+
+    result_path = stage_result_path(work, name)
+    result_path.unlink(missing_ok=True)
+    write_json(work / "context.json", {"ceilings": ceilings})
+    end_at = time.time() + budget
+    command = [sys.executable, "-m", "benchmarks.gpu_check", *argv, "--child-stage", name,
+               "--child-end-at", f"{end_at:.3f}"]
+    process = subprocess.Popen(command, start_new_session=True)
+    if started is not None:
+        started(process)
+    try:
+        process.wait(timeout=max(0.0, min(budget + CHILD_GRACE, hard_limit - 1.0)))  # before the hard stop
+        killed = False
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        killed = True
+    try:
+        result = json.loads(result_path.read_text()) if result_path.is_file() else {}
+    except json.JSONDecodeError:
+        result = {}
+    if killed:
+        result["stopped"] = (f"its process was killed at its end time ({budget:.0f} s), keeping what it had "
+                             f"finished: {', '.join(result) or 'nothing'}")
+    elif process.returncode and "error" not in result:
+        result["error"] = f"its process exited with status {process.returncode} before writing a result"
+    return result
+
+
+def run_as_child(ctx: Context, name: str, end_at: float) -> dict[str, Any]:
+    """The child's side: run stage `name` until `end_at` and write its result (or its error) for the parent."""
+    ctx.stage_end = end_at
+    context = work_context(ctx.work)
+    ctx.ceilings.update(context.get("ceilings", {}))
+    try:
+        result = STAGES[name](ctx, end_at - time.time())
+    except Exception as exc:  # the parent records it; the later stages still run
+        result = {**ctx.finished, "error": f"{type(exc).__name__}: {exc}"}
+    write_json(stage_result_path(ctx.work, name), result)
+    return result
+
+
+def work_context(work: Path) -> dict[str, Any]:
+    path = work / "context.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
 # -- the record ------------------------------------------------------------------------------
 class Report:
     """One JSON + one Markdown, rewritten after each stage."""
@@ -288,10 +389,22 @@ class Context:
     work: Path
     out: Path
     ceilings: dict[str, float] = field(default_factory=dict)
+    stage_end: float = 0.0  #: the running stage's end time (seconds since the epoch): its trainers' `end_at`
+    finished: dict[str, Any] = field(default_factory=dict)  #: what the running stage has finished so far
 
     @property
     def device(self):
         return self.precision.device
+
+    def note(self, **parts: Any) -> None:
+        """Record finished parts of the running stage in its result file at once, so a stage killed at its end
+        time still reports them (`run_stage_process`)."""
+        self.finished.update(parts)
+        write_json(stage_result_path(self.work, self.args.child_stage), self.finished)
+
+    def compile_worth(self, seconds: float) -> bool:
+        """Compile a trainer on CUDA only when its seconds exceed 3x the compile warm-up (`Sizes.compile_warmup`)."""
+        return self.device.type == "cuda" and self.sizes.text_compile and seconds > 3 * self.sizes.compile_warmup
 
     def planned_steps(self, seconds: float, cost, tokens_per_step: float) -> int:
         """Optimizer steps that `seconds` allow at `sizes.utilisation` of the measured matmul rate, so a
@@ -354,6 +467,146 @@ def stage_speed(ctx: Context, budget: float) -> dict[str, Any]:
                                                    compile_too)}
 
 
+# -- ship: the shipped-size models, retrained ---------------------------------------------------------
+ROOT = Path(__file__).resolve().parents[1]
+#: the shipped models the ship stage's models would replace (`rlvr-world adopt` judges them against these)
+SHIPPED = {"text": ROOT / "rlvr_envs" / "assets" / "text" / "minitextworld_sft_longer_model",
+           "pusht": ROOT / "rlvr_envs" / "assets" / "video" / "pusht_single_step_model"}
+
+
+def shipped_sequences(folder: Path) -> int:
+    """Training sequences a shipped model saw: steps x batch from its card, through the models it started
+    from. A retrained model that saw fewer is "undertrained": reported as such, never as a quality figure."""
+    card = json.loads((folder / "card.json").read_text())
+    args = card.get("args", {})
+    seen = int(card.get("steps", 0)) * int(args.get("batch_size", 0))
+    parent = args.get("model") or args.get("init")
+    if parent and (ROOT / parent / "card.json").is_file():
+        seen += shipped_sequences(ROOT / parent)
+    return seen
+
+
+def ship_bundle(ctx: Context, kind: str, folder: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """Write `record` into the trained model's card and pack the model as one bf16 file in --out."""
+    from rlvr_envs.core import bundle
+
+    card_path = folder / "card.json"
+    card = json.loads(card_path.read_text()) if card_path.is_file() else {}
+    card["ship"] = record
+    card_path.write_text(json.dumps(card, indent=2, default=_plain) + "\n")
+    packed = bundle.pack(folder, ctx.out / SHIP_BUNDLES[kind])
+    return {"file": SHIP_BUNDLES[kind], "mib": round(packed["bytes"] / 2**20, 2)}
+
+
+def trained_record(kind: str, sequences: int) -> dict[str, Any]:
+    needed = shipped_sequences(SHIPPED[kind])
+    return {"sequences": sequences, "shipped_sequences": needed, "undertrained": sequences < needed,
+            "judge_with": f"rlvr-world adopt {SHIP_BUNDLES[kind]} --kind {kind}"}
+
+
+def ship_pusht(ctx: Context, end_at: float) -> dict[str, Any]:
+    """The PushT single-step world model at the shipped preset: MLE on freshly generated episodes, then GRPO on
+    the demo's reward (pose), both stopped by their end times."""
+    import shutil
+
+    from rlvr_envs.video.task import default_tokenizer_dir
+    from trainers import grpo, train_video_world_model as mle
+    from trainers.demo import reward_kwargs
+    from trainers.grpo_config import GRPOConfig
+
+    sizes, args, work = ctx.sizes, ctx.args, ctx.work
+    data_began = time.time()
+    data = pusht_data(replace(sizes, pusht_episodes=sizes.ship_pusht_episodes), work)
+    data_seconds = time.time() - data_began
+    mle_out, grpo_out = work / "ship_pusht_mle", work / "ship_pusht_grpo"
+    for folder in (mle_out, grpo_out):
+        shutil.rmtree(folder, ignore_errors=True)
+    mle_end = end_at - (end_at - time.time()) * sizes.ship_grpo_share
+    mle_card = mle.main(mle.Args(data=data, tokenizer=str(default_tokenizer_dir()), layout="single",
+                                 out=str(mle_out), preset=sizes.ship_pusht_preset, batch_size=sizes.ship_pusht_batch,
+                                 lr=1e-3, warmup=50, steps=sizes.max_steps, eval_every=10**9,
+                                 eval_windows=sizes.trainer_eval, checkpoint_every=10**9, threads=args.threads,
+                                 device=args.device, seed=0, end_at=mle_end,
+                                 no_compile=not ctx.compile_worth(mle_end - time.time())).validate())
+    sequences = mle_card["steps"] * sizes.ship_pusht_batch
+    ctx.note(pusht_mle={"steps": mle_card["steps"], "sequences": sequences})
+    grpo_card = grpo.main(GRPOConfig(env_id=PUSHT_ENV, env_kwargs=(*reward_kwargs("pose"), f"data_dir={data}"),
+                                     model=str(mle_out), out=str(grpo_out), steps=sizes.max_steps, end_at=end_at,
+                                     prompts_per_step=sizes.pusht_prompts, group_size=sizes.pusht_group, lr=1e-4,
+                                     eval_windows=sizes.trainer_eval, eval_every=10**6, checkpoint_every=10**6,
+                                     threads=args.threads, device=args.device, seed=0))
+    record = {**trained_record("pusht", sequences), "episodes": sizes.ship_pusht_episodes,
+              "mle_steps": mle_card["steps"], "grpo_steps": grpo_card["steps"]}
+    return {"preset": sizes.ship_pusht_preset, "parameters": mle_card["parameters"],
+            "data": {"episodes": sizes.ship_pusht_episodes, "windows": mle_card["train_windows"],
+                     "seconds": round(data_seconds, 1)},
+            "mle": {"steps": mle_card["steps"], "seconds": mle_card["train_seconds_this_run"],
+                    "compiled": mle_card["compiled"], "stopped_by_time": mle_card["stopped_by_time"],
+                    "final_learning_rate": mle_card["final_learning_rate"]},
+            "grpo": {"steps": grpo_card["steps"], "seconds": grpo_card["train_seconds_this_run"],
+                     **grpo_step_seconds(grpo_out / "log.jsonl", sizes.grpo_timed_steps)},
+            **record, "bundle": ship_bundle(ctx, "pusht", grpo_out, record)}
+
+
+def ship_text(ctx: Context, end_at: float) -> dict[str, Any]:
+    """The MiniTextWorld model at the shipped preset: SFT from scratch through the text stage's arguments on
+    fresh transitions, then GRPO, both stopped by their end times."""
+    import shutil
+
+    from trainers import grpo, sft
+    from trainers.grpo_config import GRPOConfig
+
+    sizes, args, work = ctx.sizes, ctx.args, ctx.work
+    for name in ("ship_text_sft", "ship_text_grpo"):
+        shutil.rmtree(work / name, ignore_errors=True)
+    sft_end = end_at - (end_at - time.time()) * sizes.ship_grpo_share
+    shipped_size = replace(sizes, text_preset=sizes.ship_text_preset, text_train_size=sizes.ship_text_train_size,
+                           text_batch=sizes.ship_text_batch)
+    sft_args = text_sft_args(shipped_size, steps=sizes.max_steps, seconds=0.0, out=work / "ship_text_sft",
+                             device=args.device, threads=args.threads, compiled=ctx.compile_worth(sft_end - time.time()))
+    sft_args.end_at = sft_end
+    sft_result = sft.main(sft_args)
+    sequences = round(sft_result["steps"] * sft_result["transitions_per_step"])
+    ctx.note(text_sft={"steps": sft_result["steps"], "sequences": sequences})
+    grpo_result = grpo.main(GRPOConfig(env_id=TEXT_ENV, model=sft_result["final_model"], out=str(work / "ship_text_grpo"),
+                                       steps=sizes.max_steps, end_at=end_at, group_size=sizes.text_group,
+                                       prompts_per_step=sizes.text_prompts, max_completion_len=sizes.text_completion,
+                                       balance=True, lr=1e-5, eval_windows=sizes.trainer_eval, eval_every=10**9,
+                                       checkpoint_every=10**6, threads=args.threads, device=args.device, seed=0,
+                                       env_kwargs=(f"size={min(sizes.ship_text_train_size, 2048)}",)))
+    record = {**trained_record("text", sequences), "train_transitions": sft_result["transitions"],
+              "sft_steps": sft_result["steps"], "grpo_steps": grpo_result["steps"]}
+    return {"preset": sizes.ship_text_preset, "parameters": sft_result["parameters"],
+            "sft": {"steps": sft_result["steps"], "seconds": round(sft_result["train_runtime"], 1),
+                    "train_loss": sft_result["train_loss"], "compiled": sft_result["compiled"],
+                    "stopped_by_time": sft_result["stopped_by_time"],
+                    "final_learning_rate": sft_result["final_learning_rate"]},
+            "grpo": {"steps": grpo_result["steps"], "seconds": round(grpo_result["seconds"], 1)},
+            **record, "bundle": ship_bundle(ctx, "text", Path(grpo_result["final_model"]), record)}
+
+
+def stage_ship(ctx: Context, budget: float) -> dict[str, Any]:
+    """Retrain the models CPU users get by default at their own sizes, on more fresh data than their CPU runs
+    saw, GRPO each, and bring each back as one bf16 bundle for `rlvr-world adopt` to judge against the
+    shipped one (it replaces a default only when it wins). PushT first: it is the headline model."""
+    sizes = ctx.sizes
+    pusht_end = time.time() + (budget - sizes.ship_reserve) * (1 - sizes.ship_text_share)
+    pusht = ship_pusht(ctx, pusht_end)
+    ctx.note(pusht=pusht)
+    text = ship_text(ctx, ctx.stage_end - sizes.ship_reserve)
+    return {"pusht": pusht, "text": text}
+
+
+def bring_back(out: Path) -> dict[str, Any]:
+    """The files under --out against `BRING_BACK_LIMITS` (files, MiB each, MiB in all)."""
+    files = {str(p.relative_to(out)): p.stat().st_size / 2**20 for p in sorted(out.rglob("*")) if p.is_file()}
+    count, each, total = BRING_BACK_LIMITS
+    return {"files": len(files), "largest_mib": round(max(files.values(), default=0.0), 2),
+            "total_mib": round(sum(files.values()), 2), "limits": {"files": count, "mib_each": each, "mib_total": total},
+            "within_limits": len(files) <= count and max(files.values(), default=0.0) <= each
+            and sum(files.values()) <= total}
+
+
 # -- 2. rewards ------------------------------------------------------------------------------
 def stage_rewards(ctx: Context, budget: float) -> dict[str, Any]:
     import torch
@@ -404,6 +657,13 @@ def _text_row(report: dict[str, Any]) -> dict[str, Any]:
         hits = round(report[f"accuracy_{kind}"] * report[f"n_{kind}"]) if report[f"n_{kind}"] else 0
         row[f"wilson_{kind}"] = list(wilson_interval(hits, report[f"n_{kind}"]))
     return row
+
+
+def evaluation_size(batch_seconds: float, batch: int, wanted: int, models: int, seconds: float) -> int:
+    """Held-out items (whole batches, at most `wanted`, at least one batch) that `models` models can each be
+    evaluated on in `seconds`, from one timed batch: a fixed size overran the deadline in a GPU run."""
+    batches = int(seconds / max(batch_seconds * models, 1e-9))
+    return min(wanted, max(1, batches) * batch)
 
 
 def text_lr(preset: str) -> float:
@@ -481,10 +741,13 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
     example = np.mean([len(probe.prompt_ids(i)) + len(probe.target_ids(i)) + 1 for i in range(len(probe))])
     planned_cost = preset_cost(sft.TEXT_PRESETS[sizes.text_preset], len(probe.tokenizer), int(example))
     sft_steps = ctx.planned_steps(sft_seconds, planned_cost, sizes.text_batch * example)
-    compiled = device.type == "cuda" and sizes.text_compile
+    compiled = ctx.compile_worth(sft_seconds)
     sft_began = time.perf_counter()
-    sft_result = sft.main(text_sft_args(sizes, steps=sft_steps, seconds=sft_seconds, out=work / "text_sft",
-                                        device=args.device, threads=args.threads, compiled=compiled))
+    sft_args = text_sft_args(sizes, steps=sft_steps, seconds=sft_seconds, out=work / "text_sft", device=args.device,
+                             threads=args.threads, compiled=compiled)
+    sft_args.end_at = ctx.stage_end - sizes.text_reserve - (grpo_planned + sizes.text_grpo_overhead if grpo_planned else 0)
+    sft_result = sft.main(sft_args)
+    ctx.note(sft={"steps": sft_result["steps"], "train_loss": sft_result["train_loss"]})
     sft_seconds = time.perf_counter() - sft_began
     grpo_began = time.perf_counter()
     limit, skipped = grpo_limit(grpo_planned, left() - sizes.text_reserve - sizes.text_grpo_overhead,
@@ -493,6 +756,7 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
     if not skipped:
         grpo_card = grpo.main(GRPOConfig(env_id=TEXT_ENV, model=sft_result["final_model"], out=str(work / "text_grpo"),
                                          steps=sizes.max_steps, max_seconds=limit,
+                                         end_at=ctx.stage_end - sizes.text_reserve,
                                          group_size=sizes.text_group, prompts_per_step=sizes.text_prompts,
                                          max_completion_len=sizes.text_completion, balance=True, lr=1e-5,
                                          eval_windows=sizes.trainer_eval, eval_every=10**9, checkpoint_every=10**6,
@@ -501,20 +765,28 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
     grpo_seconds = time.perf_counter() - grpo_began
 
     held_out = task_from_env_id(TEXT_ENV, split="test")
-    indices = list(range(min(sizes.text_eval, len(held_out))))
-    changed = [held_out.transition(i).changed for i in indices]
     models = {f"shipped {name} (CPU)": assets / name for name in SHIPPED_TEXT}
     models[f"SFT {sizes.text_preset} (this run)"] = Path(sft_result["final_model"])
     if grpo_card is not None:
         models["GRPO (this run)"] = Path(grpo_card["final_model"])
+    batch = 128 if device.type == "cuda" else 8
+    wanted = min(sizes.text_eval, len(held_out))
+    indices, first_batch_seconds = list(range(min(batch, wanted))), None
     reports, rows = {}, {}
     for name, directory in models.items():
         model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=torch.float32).to(device).eval()
         with ctx.precision.autocast():
-            reports[name] = evaluate_accuracy(model, held_out, indices, sizes.text_completion,
-                                              batch_size=128 if device.type == "cuda" else 8, per_transition=True)
+            if first_batch_seconds is None:  # size the evaluation from one timed batch (the slowest model last)
+                began = time.time()
+                evaluate_accuracy(model, held_out, indices, sizes.text_completion, batch_size=batch)
+                first_batch_seconds = time.time() - began
+                indices = list(range(evaluation_size(first_batch_seconds, batch, wanted, len(models),
+                                                     ctx.stage_end - time.time() - 5.0)))
+            reports[name] = evaluate_accuracy(model, held_out, indices, sizes.text_completion, batch_size=batch,
+                                              per_transition=True)
         rows[name] = _text_row(reports[name])
         del model
+    changed = [held_out.transition(i).changed for i in indices]
     reference = reports[f"shipped {SHIPPED_TEXT[0]} (CPU)"]
     paired = {name: compare_reports(reference, report, changed) for name, report in reports.items()
               if report is not reference}
@@ -553,26 +825,15 @@ def pusht_data(sizes: Sizes, work: Path) -> str:
     return str(folder)
 
 
-def export_model(source: Path, target: Path, shard_mib: int) -> list[str]:
-    """The world model at `source` as bf16 safetensors shards of <= `shard_mib` MiB in `target`,
-    with its config and shard index only: few, small files to copy off the GPU machine."""
-    import shutil
-
-    from rlvr_envs.video.world_model import load_world_model, save_world_model
-
-    shutil.rmtree(target, ignore_errors=True)
-    save_world_model(load_world_model(str(source)), str(target), max_shard_size=shard_mib * 2**20)
-    (target / "generation_config.json").unlink(missing_ok=True)  # the sampler never reads it
-    return sorted(p.name for p in target.iterdir())
-
-
-def grpo_step_seconds(log: Path) -> dict[str, float | None]:
-    """Wall seconds of a video GRPO step (generate + update) from its log: the first step apart (it
-    captures the decoder's CUDA graphs and compiles), the median of the steps after it."""
+def grpo_step_seconds(log: Path, timed: int) -> dict[str, float | int | None]:
+    """Wall seconds of a video GRPO step (generate + update) from its log: the first step apart (it captures
+    the decoder's CUDA graphs and compiles), the median of the steps after it, given only when at least
+    `timed` of them ran (fewer say nothing steady)."""
     seconds = [r["generate_seconds"] + r["update_seconds"] for r in map(json.loads, log.read_text().splitlines())
                if "generate_seconds" in r]
-    return {"first_step_seconds": seconds[0] if seconds else None,
-            "median_step_seconds": float(np.median(seconds[1:])) if len(seconds) > 1 else None}
+    steady = seconds[1:]
+    return {"first_step_seconds": seconds[0] if seconds else None, "timed_steps": len(steady),
+            "median_step_seconds": float(np.median(steady)) if len(steady) >= timed else None}
 
 
 def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
@@ -588,7 +849,7 @@ def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
     from trainers.grpo_config import GRPOConfig
     from trainers.grpo_video import build_held_out
 
-    sizes, args, device, work, out = ctx.sizes, ctx.args, ctx.device, ctx.work, ctx.out
+    sizes, args, device, work = ctx.sizes, ctx.args, ctx.device, ctx.work
     began = time.perf_counter()
     left = lambda: budget - (time.perf_counter() - began)  # noqa: E731
     data = pusht_data(sizes, work)
@@ -607,11 +868,14 @@ def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
     tokens = probe.layout.prompt_len + probe.layout.response_len + 1
     cost = preset_cost(PRESETS[sizes.pusht_preset], probe.vocab.size, tokens)
     mle_args.steps = ctx.planned_steps(mle_args.max_seconds, cost, sizes.pusht_batch * tokens)
+    mle_args.end_at = ctx.stage_end - sizes.pusht_reserve - (grpo_planned + sizes.pusht_overhead if grpo_planned else 0)
+    mle_args.no_compile = not ctx.compile_worth(mle_args.max_seconds)
     mle_card = mle.main(mle_args)
     grpo_args = GRPOConfig(env_id=PUSHT_ENV, env_kwargs=("reward=mae", f"data_dir={data}"), model=str(mle_out),
                            out=str(grpo_out), steps=sizes.max_steps,
                            # GRPO always runs (its model is the one exported), at least a second
                            max_seconds=max(1.0, min(grpo_planned, left() - sizes.pusht_reserve)),
+                           end_at=ctx.stage_end - sizes.pusht_reserve,
                            prompts_per_step=sizes.pusht_prompts, group_size=sizes.pusht_group, lr=5e-5,
                            eval_windows=sizes.pusht_eval, eval_every=10**6, checkpoint_every=10**6,
                            threads=args.threads, device=args.device, seed=0)
@@ -625,7 +889,6 @@ def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
                              "--top-k", str(max(1, sizes.agreement_candidates // 8)), "--device", args.device,
                              "--threads", str(args.threads), "--out", str(agreement_path)])
     agreement = json.loads(agreement_path.with_suffix(".json").read_text())
-    exported = export_model(grpo_out, out / "pusht_model", sizes.shard_mib)
     steady = mle_card["tokens_per_second_after_first_step"]
     return {"preset": sizes.pusht_preset, "parameters": mle_card["parameters"], "cost": cost.as_dict(),
             "data": {"episodes": sizes.pusht_episodes, "seconds": round(data_seconds, 1)},
@@ -635,12 +898,12 @@ def stage_pusht(ctx: Context, budget: float) -> dict[str, Any]:
                     "tokens_per_second_after_first_step": steady, "mfu": ctx.mfu(steady, cost.train_flops_per_token),
                     "held_out": mle_card["held_out"]},
             "grpo": {"steps": grpo_card["steps"], "seconds": grpo_card["train_seconds_this_run"],
-                     "planned_seconds": round(grpo_planned, 1), **grpo_step_seconds(grpo_out / "log.jsonl"),
+                     "planned_seconds": round(grpo_planned, 1),
+                     **grpo_step_seconds(grpo_out / "log.jsonl", sizes.grpo_timed_steps),
                      "start": grpo_card["start"], "final": grpo_card["final"]},
             "baselines": baselines, "held_out_transitions": grpo_card["held_out_transitions"],
             "planning_agreement": {"episodes": agreement["episodes"], "candidates": agreement["candidates"],
-                                   "summary": agreement["summary"]},
-            "exported_model": {"folder": "pusht_model", "files": exported}}
+                                   "summary": agreement["summary"]}}
 
 
 # -- 6. web (the optional second set) ------------------------------------------------------------
@@ -666,11 +929,13 @@ def stage_web(ctx: Context, budget: float) -> dict[str, Any]:
     example = np.mean([len(probe.prompt_ids(i)) + len(probe.target_ids(i)) + 1 for i in range(len(probe))])
     cost = preset_cost(sft.TEXT_PRESETS[sizes.web_preset], len(probe.tokenizer), int(example))
     sft_steps = ctx.planned_steps(sft_seconds, cost, sizes.web_batch * example)
-    compiled = ctx.device.type == "cuda" and sizes.text_compile  # as the text stage: packed rows of one length
+    compiled = ctx.compile_worth(sft_seconds)  # as the text stage: packed rows of one length
     sft_result = sft.main(sft.Args(env_id=WEB_ENV, from_scratch=True, preset=sizes.web_preset, steps=sft_steps,
                                    batch_size=sizes.web_batch, lr=7e-4, warmup_steps=20,
                                    train_size=sizes.web_train_size, eval_size=sizes.trainer_eval, eval_every=10**9,
                                    checkpoint_every=10**9, max_seconds=sft_seconds, out=str(work / "web_sft"),
+                                   end_at=ctx.stage_end - sizes.web_reserve - (
+                                       grpo_planned + sizes.web_grpo_overhead if grpo_planned else 0),
                                    threads=args.threads, seed=0, no_compile=not compiled))
     grpo_began = time.perf_counter()
     limit, skipped = grpo_limit(grpo_planned, left() - sizes.web_reserve - sizes.web_grpo_overhead,
@@ -679,6 +944,7 @@ def stage_web(ctx: Context, budget: float) -> dict[str, Any]:
     if not skipped:  # else GRPO is skipped, and so is the rlvr agent
         grpo_card = grpo.main(GRPOConfig(env_id=WEB_ENV, model=sft_result["final_model"], out=str(work / "web_grpo"),
                                          steps=sizes.max_steps, max_seconds=limit,
+                                         end_at=ctx.stage_end - sizes.web_reserve,
                                          group_size=sizes.web_group, prompts_per_step=sizes.web_prompts,
                                          max_completion_len=sizes.web_completion, lr=1e-5,
                                          eval_windows=sizes.trainer_eval, eval_every=10**9, checkpoint_every=10**6,
@@ -711,18 +977,19 @@ def stage_web(ctx: Context, budget: float) -> dict[str, Any]:
 #: exit status of a check the deadline stopped inside a stage (its report holds what was measured)
 DEADLINE_EXIT = 3
 
-STAGES = {"ceilings": stage_ceilings, "speed": stage_speed, "rewards": stage_rewards, "text": stage_text,
+STAGES = {"ceilings": stage_ceilings, "ship": stage_ship, "speed": stage_speed, "rewards": stage_rewards, "text": stage_text,
           "pusht": stage_pusht, "web": stage_web}
 
 
 def stage_plan(stages: list[str], sizes: Sizes) -> tuple[list[str], float]:
-    """The stages to run and the default deadline: each set brings its own seconds, and the web set
-    alone also measures the ceilings (its MFU is against the device's own matmul rate)."""
-    web = bool(set(stages) & set(SECOND_SET))
-    if web and "ceilings" not in stages:
+    """The stages to run and the default deadline: the first set's, plus each optional stage's own seconds;
+    an optional stage alone also measures the ceilings (its MFU is against the device's own matmul rate)."""
+    optional = [name for name in stages if name in SECOND_SET]
+    if optional and "ceilings" not in stages:
         stages = ["ceilings", *stages]
-    first_set = bool(set(stages) - {"ceilings", *SECOND_SET}) or not web
-    return stages, (sizes.deadline if first_set else 0.0) + (sizes.web_deadline if web else 0.0)
+    first_set = bool(set(stages) - {"ceilings", *SECOND_SET}) or not optional
+    extra = dict(sizes.second_set_deadlines)
+    return stages, (sizes.deadline if first_set else 0.0) + sum(extra[name] for name in optional)
 
 
 #: the longest --deadline (seconds): a day, where the deadline's timer still works (inf would kill it)
@@ -746,8 +1013,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--threads", type=at_least(1), default=2)
     parser.add_argument("--out", default=str(RESULTS), help="where gpu_check.json, gpu_check.md and the model go")
     parser.add_argument("--work", default="runs/gpu_check", help="models and data of the training stages")
+    # the check runs each stage in a child process of itself (`run_stage_process`): these say which, and until when
+    parser.add_argument("--child-stage", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--child-end-at", type=float, default=0.0, help=argparse.SUPPRESS)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
+    if args.child_stage:
+        sizes = TINY if args.tiny else Sizes()
+        run = setup_device(args.device, threads=args.threads)
+        ctx = Context(sizes, args, run, Path(args.work), Path(args.out))
+        return run_as_child(ctx, args.child_stage, args.child_end_at)
     stages = [s.strip() for s in args.stages.split(",") if s.strip()]
     unknown = set(stages) - set(STAGES)
     if unknown:
@@ -768,7 +1043,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     plans = {name: (planned, minimum) for name, planned, minimum in sizes.plans}
     began = deadline.clock()
 
+    children: list[subprocess.Popen] = []
+
     def expire() -> None:  # the deadline passed inside a stage: record what stopped, keep what is measured
+        import signal
+
+        for child in children:  # a stage's process group goes with the check
+            if child.poll() is None:
+                os.killpg(child.pid, signal.SIGKILL)
         cut = report.running or "between stages"
         print(f"[gpu_check] the {report.data['deadline_seconds']} s deadline passed during {cut}: stopping", flush=True)
         report.data["stopped_by_deadline"] = cut
@@ -779,11 +1061,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     def call(name: str, budget: float) -> dict[str, Any]:
         report.running = name
-        return STAGES[name](ctx, budget)
+        result = run_stage_process(name, budget, argv, work, ctx.ceilings, deadline.remaining(), children.append)
+        if name == "ceilings" and "matmul_flops" in result:  # every later stage is judged against them
+            ctx.ceilings.update(result)
+        return result
 
     deadline.arm(expire)
     run_stages(stages, plans, deadline, call, report.stage)
     report.running = None
+    report.data["bring_back"] = bring_back(out)  # before the last write, so it counts the report's own files
     report.data["total_seconds"] = round(deadline.clock() - began, 1)
     report.stage("_total", {"seconds": report.data["total_seconds"]})
     print(markdown(report.data))
@@ -834,6 +1120,23 @@ def markdown(data: dict[str, Any]) -> str:
             lines += [f"bf16 matmul ({result['matmul_size']}^3, random data): **{result['matmul_flops'] / 1e12:.1f} "
                       f"TFLOP/s**; device copy: **{result['copy_bytes_per_second'] / 1e9:.0f} GB/s** (read + written). "
                       "Every MFU and memory-floor share below is against these two.", ""]
+        elif name == "ship":
+            lines += ["The shipped-size models retrained here, each brought back as one bf16 file; a model that saw "
+                      "fewer training sequences than the shipped one is undertrained and not judged. Judge the "
+                      "others with `rlvr-world adopt` on a CPU: it replaces a default only when the model wins.", "",
+                      "| model | preset | trained | sequences (shipped) | GRPO steps | bundle | status |",
+                      "|---|---|---|---:|---:|---|---|"]
+            for kind in ("pusht", "text"):
+                if kind not in result:
+                    continue
+                row = result[kind]
+                first = row["mle"] if kind == "pusht" else row["sft"]
+                lines.append(f"| {kind} | {row['preset']} ({row['parameters'] / 1e6:.1f}M) | {first['steps']} steps in "
+                             f"{first['seconds']} s{', compiled' if first['compiled'] else ''} | {row['sequences']:,} "
+                             f"({row['shipped_sequences']:,}) | {row['grpo']['steps']} | `{row['bundle']['file']}` "
+                             f"({row['bundle']['mib']} MiB) | "
+                             f"{'undertrained' if row['undertrained'] else '`' + row['judge_with'] + '`'} |")
+            lines.append("")
         elif name == "speed":
             ceilings = stages.get("ceilings", {})
             body = world_model_speed.markdown({"ceilings": ceilings, "precision": data.get("precision", ""),
@@ -891,8 +1194,7 @@ def markdown(data: dict[str, Any]) -> str:
                       "|---|" + "---:|" * len(next(iter(agreement["summary"].values())))]
             for model, metrics in agreement["summary"].items():
                 lines.append(f"| {model} | " + " | ".join(_f(v.get("mean"), 3) for v in metrics.values()) + " |")
-            lines += ["", f"The GRPO model, bf16: `{result['exported_model']['folder']}/` "
-                      f"({', '.join(result['exported_model']['files'])}).", ""]
+            lines.append("")
         elif name == "web":
             sft_, grpo_, agents = result["sft"], result["grpo"], result["agents"]
             lines += [f"MiniWeb SFT of the {result['preset']} preset ({result['parameters'] / 1e6:.1f}M) on "
@@ -910,6 +1212,12 @@ def markdown(data: dict[str, Any]) -> str:
             lines += [f"| {agent} | skipped: {why} | | |" for agent, why in agents["skipped"].items()]
             lines.append("")
     lines.append(f"Total {data.get('total_seconds', '?')} s of the {data.get('deadline_seconds')} s deadline.")
+    back = data.get("bring_back")
+    if back:
+        lines.append(f"Brought back: {back['files']} files, {back['total_mib']} MiB in all, the largest "
+                     f"{back['largest_mib']} MiB (limits {back['limits']['files']} files, {back['limits']['mib_each']} "
+                     f"MiB each, {back['limits']['mib_total']} MiB in all: "
+                     f"{'within' if back['within_limits'] else '**over**'}).")
     return "\n".join(lines) + "\n"
 
 

@@ -126,15 +126,15 @@ def test_gpu_check_tiny_runs_every_stage_on_cpu_and_writes_json_and_markdown(tmp
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "PYTHONPATH": str(repo)}
     command = [sys.executable, "-m", "benchmarks.gpu_check", "--device", "cpu", "--tiny", "--threads", "1",
-               "--stages", "ceilings,speed,rewards,text,pusht,web", "--out", str(tmp_path / "out"),
+               "--stages", "ceilings,ship,speed,rewards,text,pusht,web", "--out", str(tmp_path / "out"),
                "--work", str(tmp_path / "work")]
     done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     report = json.loads((tmp_path / "out" / "gpu_check.json").read_text())
     stages = report["stages"]
     assert not [name for name, result in stages.items() if "error" in result or "skipped" in result], stages
-    assert list(stages) == ["ceilings", "speed", "rewards", "text", "pusht", "web", "_total"]
-    assert report["deadline_seconds"] == 600 + 300  # the web set brings its own deadline
+    assert list(stages) == ["ceilings", "ship", "speed", "rewards", "text", "pusht", "web", "_total"]
+    assert report["deadline_seconds"] == 600 + 300 + 300  # each optional stage brings its own seconds
     assert stages["ceilings"]["matmul_flops"] > 0 and stages["ceilings"]["copy_bytes_per_second"] > 0
     decoding = stages["speed"]["decoding"]
     assert set(decoding["engines"]) == {"eager", "static"} and decoding["greedy_tokens_equal"] == 1.0
@@ -150,19 +150,33 @@ def test_gpu_check_tiny_runs_every_stage_on_cpu_and_writes_json_and_markdown(tmp
     assert "true_sim" in pusht["planning_agreement"]["summary"] and pusht["grpo"]["steps"] >= 1
     assert pusht["grpo"]["median_step_seconds"] > 0 and pusht["grpo"]["first_step_seconds"] > 0
     assert pusht["mle"]["mfu"] > 0
-    assert all(stage["stage_seconds"] <= stage["budget_seconds"] + 1 for stage in
-               (stages[name] for name in ("ceilings", "speed", "rewards", "text", "pusht", "web")))
+    assert pusht["grpo"]["timed_steps"] >= 5  # the median step is over >= 5 steps after the first
+    for kind in ("pusht", "text"):  # the shipped-size models: trained by end time, undertrained at tiny size
+        row = stages["ship"][kind]
+        assert row["undertrained"] and row["sequences"] < row["shipped_sequences"]
+        assert row["bundle"]["file"] == f"ship_{kind}_model.safetensors"
+    assert stages["ship"]["pusht"]["grpo"]["timed_steps"] >= 5
+    assert all(stage["stage_seconds"] <= stage["budget_seconds"] + 5 for stage in  # + the kill's grace
+               (stages[name] for name in ("ceilings", "ship", "speed", "rewards", "text", "pusht", "web")))
     web = stages["web"]  # SFT, GRPO from it, then the four agents on the same episodes
     assert web["grpo"]["steps"] >= 1 and web["sft"]["mfu_estimate"] > 0
     assert list(web["agents"]["summary"]) == ["policy", "base", "rlvr", "oracle"] and not web["agents"]["skipped"]
     assert all(len(row["ci95"]) == 2 and row["episodes"] == 2 for row in web["agents"]["summary"].values())
     assert "| oracle |" in (tmp_path / "out" / "gpu_check.md").read_text()
-    # the exported model is what the device run brings back: shards, config, index; it loads as a world model
+    # what the device run brings back: the report and one bundle per model, within the limits; each loads
     files = sorted(p.name for p in (tmp_path / "out").rglob("*") if p.is_file())
-    assert len(files) <= 8 and "config.json" in files and "gpu_check.md" in files, files
+    assert files == ["gpu_check.json", "gpu_check.md", "ship_pusht_model.safetensors", "ship_text_model.safetensors"]
+    assert report["bring_back"]["within_limits"] and report["bring_back"]["files"] == 4
+    from transformers import AutoModelForCausalLM
+
+    from rlvr_envs.core import bundle
     from rlvr_envs.video.world_model import load_world_model
 
-    assert load_world_model(str(tmp_path / "out" / "pusht_model")).config.num_hidden_layers >= 1
+    pusht_model = bundle.unpack(tmp_path / "out" / "ship_pusht_model.safetensors", tmp_path / "pusht_model")
+    assert load_world_model(str(pusht_model)).card["ship"]["undertrained"]
+    text_model = bundle.unpack(tmp_path / "out" / "ship_text_model.safetensors", tmp_path / "text_model")
+    assert AutoModelForCausalLM.from_pretrained(text_model).config.num_hidden_layers >= 1
+    assert (text_model / "tokenizer.json").is_file()
     assert "# GPU check" in (tmp_path / "out" / "gpu_check.md").read_text()
 
 
@@ -227,8 +241,21 @@ def test_gpu_check_web_set_brings_its_own_deadline_and_the_ceilings():
     sizes = Sizes()
     assert stage_plan(["ceilings", "text"], sizes) == (["ceilings", "text"], 480.0)
     assert stage_plan(["web"], sizes) == (["ceilings", "web"], 240.0)  # MFU needs the measured matmul rate
-    assert stage_plan(["ceilings", "pusht", "web"], sizes) == (["ceilings", "pusht", "web"], 720.0)
+    assert stage_plan(["ceilings", "pusht", "web"], sizes) == (["ceilings", "pusht", "web"], 180.0 + 240.0)
+    assert stage_plan(["ceilings", "ship", "pusht"], sizes) == (["ceilings", "ship", "pusht"], 480.0 + 180.0)
     assert stage_plan(["ceilings"], sizes) == (["ceilings"], 480.0)
+
+
+def test_gpu_check_puts_ship_first_after_the_ceilings_and_its_default_fits_the_deadline():
+    """`ship` is what a GPU window must bring back: the default set starts with it, the larger PushT model is
+    optional, and the default set's planned seconds fit the 480 s deadline."""
+    from benchmarks.gpu_check import SECOND_SET, STAGES, Sizes
+
+    sizes = Sizes()
+    default = [name for name in STAGES if name not in SECOND_SET]
+    assert default[:2] == ["ceilings", "ship"] and "pusht" in SECOND_SET
+    plans = {name: planned for name, planned, _ in sizes.plans}
+    assert sum(plans[name] for name in default) <= sizes.deadline
 
 
 def test_gpu_check_deadline_fires_its_hard_stop():
@@ -242,3 +269,31 @@ def test_gpu_check_deadline_fires_its_hard_stop():
     deadline = Deadline(0.01)
     deadline.arm(fired.set)
     assert fired.wait(timeout=30) and deadline.remaining() <= 0
+
+
+def test_a_gpu_check_stage_killed_at_its_end_time_leaves_a_valid_result(tmp_path):
+    """A stage runs in its own process group and is killed at its end time (+ a short grace): the check gets
+    back a result saying so, with the parts the stage had finished, and no process of it is left."""
+    import os
+
+    from benchmarks.gpu_check import run_stage_process
+
+    (tmp_path / "work").mkdir()
+    argv = ["--device", "cpu", "--tiny", "--threads", "1", "--out", str(tmp_path / "out"), "--work",
+            str(tmp_path / "work")]
+    seen = []
+    # the tiny ship stage trains two models (tens of seconds on a CPU): 2 s cannot hold it
+    result = run_stage_process("ship", 2.0, argv, tmp_path / "work", {}, hard_limit=600.0, started=seen.append)
+    assert "stopped" in result and "killed at its end time" in result["stopped"], result
+    assert "error" not in result
+    with pytest.raises(ProcessLookupError):
+        os.killpg(seen[0].pid, 0)  # the whole group is gone
+
+
+def test_gpu_check_sizes_an_evaluation_from_one_timed_batch():
+    from benchmarks.gpu_check import evaluation_size
+
+    assert evaluation_size(2.0, 128, 512, models=4, seconds=100.0) == 512  # 12 batches fit: all 4 wanted
+    assert evaluation_size(2.0, 128, 512, models=4, seconds=20.0) == 256  # 2 batches each
+    assert evaluation_size(2.0, 128, 512, models=4, seconds=1.0) == 128  # never fewer than one batch
+    assert evaluation_size(0.1, 128, 100, models=1, seconds=60.0) == 100  # never more than wanted
