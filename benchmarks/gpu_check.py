@@ -504,12 +504,23 @@ def trained_record(kind: str, sequences: int) -> dict[str, Any]:
             "judge_with": f"rlvr-world adopt {SHIP_BUNDLES[kind]} --kind {kind}"}
 
 
+def ship_mle_args(sizes: Sizes, data: str, out: Path, *, device: str, threads: int, end_at: float, compiled: bool):
+    """The ship stage's PushT MLE arguments (tests/test_device_entry_points.py trains through this same builder):
+    the shipped model's preset, tokenizer and learning rate, a GPU-sized batch, steps bounded by `end_at`."""
+    from rlvr_envs.video.task import default_tokenizer_dir
+    from trainers import train_video_world_model as mle
+
+    return mle.Args(data=data, tokenizer=str(default_tokenizer_dir()), layout="single", out=str(out),
+                    preset=sizes.ship_pusht_preset, batch_size=sizes.ship_pusht_batch, lr=1e-3, warmup=50,
+                    steps=sizes.max_steps, eval_every=10**9, eval_windows=sizes.trainer_eval, checkpoint_every=10**9,
+                    threads=threads, device=device, seed=0, end_at=end_at, no_compile=not compiled).validate()
+
+
 def ship_pusht(ctx: Context, end_at: float) -> dict[str, Any]:
     """The PushT single-step world model at the shipped preset: MLE on freshly generated episodes, then GRPO on
     the demo's reward (pose), both stopped by their end times."""
     import shutil
 
-    from rlvr_envs.video.task import default_tokenizer_dir
     from trainers import grpo, train_video_world_model as mle
     from trainers.demo import reward_kwargs
     from trainers.grpo_config import GRPOConfig
@@ -522,12 +533,8 @@ def ship_pusht(ctx: Context, end_at: float) -> dict[str, Any]:
     for folder in (mle_out, grpo_out):
         shutil.rmtree(folder, ignore_errors=True)
     mle_end = end_at - (end_at - time.time()) * sizes.ship_grpo_share
-    mle_card = mle.main(mle.Args(data=data, tokenizer=str(default_tokenizer_dir()), layout="single",
-                                 out=str(mle_out), preset=sizes.ship_pusht_preset, batch_size=sizes.ship_pusht_batch,
-                                 lr=1e-3, warmup=50, steps=sizes.max_steps, eval_every=10**9,
-                                 eval_windows=sizes.trainer_eval, checkpoint_every=10**9, threads=args.threads,
-                                 device=args.device, seed=0, end_at=mle_end,
-                                 no_compile=not ctx.compile_worth(mle_end - time.time())).validate())
+    mle_card = mle.main(ship_mle_args(sizes, data, mle_out, device=args.device, threads=args.threads, end_at=mle_end,
+                                      compiled=ctx.compile_worth(mle_end - time.time())))
     sequences = mle_card["steps"] * sizes.ship_pusht_batch
     ctx.note(pusht_mle={"steps": mle_card["steps"], "sequences": sequences})
     grpo_card = grpo.main(GRPOConfig(env_id=PUSHT_ENV, env_kwargs=(*reward_kwargs("pose"), f"data_dir={data}"),

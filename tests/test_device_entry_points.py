@@ -297,3 +297,28 @@ def test_gpu_check_sizes_an_evaluation_from_one_timed_batch():
     assert evaluation_size(2.0, 128, 512, models=4, seconds=20.0) == 256  # 2 batches each
     assert evaluation_size(2.0, 128, 512, models=4, seconds=1.0) == 128  # never fewer than one batch
     assert evaluation_size(0.1, 128, 100, models=1, seconds=60.0) == 100  # never more than wanted
+
+
+@pytest.mark.slow
+def test_the_ship_stage_s_pusht_mle_learns_on_a_cpu(tmp_path):
+    """Through the ship stage's own MLE arguments (preset, tokenizer, learning rate, warmup; a CPU batch):
+    150 steps bring the loss far below an untrained model's ln(vocabulary) (a GPU run once shipped a model at
+    ln(1024), untrained; this one reaches ~0.5 ln V), and the held-out frames it predicts all parse."""
+    import json
+    import math
+    from dataclasses import replace
+
+    from benchmarks.gpu_check import TINY, ship_mle_args
+    from rlvr_envs.video.task import embedded_heldout_dir
+    from trainers import train_video_world_model as mle
+
+    sizes = replace(TINY, ship_pusht_batch=8, trainer_eval=4)
+    args = ship_mle_args(sizes, embedded_heldout_dir(12, 64), tmp_path / "mle", device="cpu", threads=1,
+                         end_at=0.0, compiled=False)
+    args.steps = 150
+    card = mle.main(args)
+    losses = [r["loss"] for r in map(json.loads, (tmp_path / "mle" / "log.jsonl").read_text().splitlines())
+              if "loss" in r]
+    vocabulary = json.loads((tmp_path / "mle" / "config.json").read_text())["vocab_size"]
+    assert card["steps"] == 150 and losses[-1] < 0.6 * math.log(vocabulary), (losses, vocabulary)
+    assert card["held_out"]["model"]["parsed"] == 1.0
