@@ -763,7 +763,7 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
     if not skipped:
         grpo_card = grpo.main(GRPOConfig(env_id=TEXT_ENV, model=sft_result["final_model"], out=str(work / "text_grpo"),
                                          steps=sizes.max_steps, max_seconds=limit,
-                                         end_at=ctx.stage_end - sizes.text_reserve,
+                                         end_at=ctx.stage_end - sizes.text_reserve, generation_cache="static",
                                          group_size=sizes.text_group, prompts_per_step=sizes.text_prompts,
                                          max_completion_len=sizes.text_completion, balance=True, lr=1e-5,
                                          eval_windows=sizes.trainer_eval, eval_every=10**9, checkpoint_every=10**6,
@@ -811,7 +811,7 @@ def stage_text(ctx: Context, budget: float) -> dict[str, Any]:
                     "mean_example_tokens": round(sft_result["mean_example_tokens"], 1),
                     **ctx.sft_speed(sft_result, sizes.text_batch, cost.train_flops_per_token)},
             "grpo": {"steps": grpo_card["steps"], "seconds": round(grpo_seconds, 1), "group_size": sizes.text_group,
-                     "prompts_per_step": sizes.text_prompts} if grpo_card else
+                     "prompts_per_step": sizes.text_prompts, "generation_cache": "static"} if grpo_card else
                     {"skipped": skipped},
             "held_out": rows, "paired_vs_shipped_sft": paired,
             "held_out_transitions": len(indices), "greedy_max_new_tokens": sizes.text_completion}

@@ -191,6 +191,11 @@ def test_use_vllm_options_are_grpo_config_fields_and_need_vllm(monkeypatch):
         for config in (GRPOConfig, RLOOConfig):
             assert set(kwargs) <= {f.name for f in dataclasses.fields(config)}
     assert "vllm_server_port" in vllm_kwargs(Args(use_vllm=True, vllm_mode="server"))
+    static = vllm_kwargs(Args(generation_cache="static"))  # TRL's own field: transformers' static KV cache
+    assert static == {"cache_implementation": "static"} and {"cache_implementation"} <= {
+        f.name for f in dataclasses.fields(GRPOConfig)}
+    with pytest.raises(ValueError, match="'dynamic' or 'static'"):
+        Args(generation_cache="paged").validate()
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "vllm" else object())
     with pytest.raises(ValueError, match="needs the vllm package"):
         Args(use_vllm=True).validate()

@@ -54,6 +54,9 @@ class GRPOConfig:
     #: video only: prompts per generate call (0 = this process's whole share); fix it to draw the same samples
     #: at any number of processes (call c of a step is seeded alike wherever it runs)
     generation_batch: int = 0
+    #: language only, without vLLM: "static" preallocates the KV cache so the decode step has one shape (on CUDA
+    #: transformers compiles it); "dynamic" grows it per token (the default, TRL's)
+    generation_cache: str = "dynamic"
     use_vllm: bool = False  #: language only: TRL generates with vLLM (pip install vllm; a GPU)
     vllm_mode: str = "colocate"  #: language only: "colocate" (vLLM inside each training process) or "server"
     vllm_server_host: str = "0.0.0.0"  #: language only, vllm_mode=server: where `trl vllm-serve` listens
@@ -91,6 +94,8 @@ class GRPOConfig:
         if self.precision not in PRECISIONS:
             raise ValueError(f"--precision {self.precision!r}: one of {', '.join(PRECISIONS)}")
         resolve_device(self.device)  # an absent or malformed device fails before any work
+        if self.generation_cache not in ("dynamic", "static"):
+            raise ValueError(f"--generation-cache must be 'dynamic' or 'static', got {self.generation_cache!r}")
         if self.vllm_mode not in ("colocate", "server"):
             raise ValueError(f"--vllm-mode must be 'colocate' or 'server', got {self.vllm_mode!r}")
         if self.use_vllm and importlib.util.find_spec("vllm") is None:

@@ -108,10 +108,10 @@ def build(args: GRPOConfig) -> dict[str, Any]:
 
 
 def vllm_kwargs(args: GRPOConfig) -> dict[str, Any]:
-    """GRPOConfig's vLLM options (`--use-vllm`): colocated in each training process, or a
-    `trl vllm-serve` server; nothing when vLLM is off."""
+    """GRPOConfig's generation options: vLLM's (`--use-vllm`), colocated in each training process or a
+    `trl vllm-serve` server; without vLLM, the static KV cache when `--generation-cache static`."""
     if not args.use_vllm:
-        return {}
+        return {"cache_implementation": "static"} if args.generation_cache == "static" else {}
     out: dict[str, Any] = {"use_vllm": True, "vllm_mode": args.vllm_mode}
     if args.vllm_mode == "server":
         out.update(vllm_server_host=args.vllm_server_host, vllm_server_port=args.vllm_server_port)
@@ -139,7 +139,7 @@ def train(args: GRPOConfig) -> dict[str, Any]:
     print(f"GRPO on {args.env_id}: {len(train_task)} training prompts, {len(evaluator.indices)} held-out, "
           f"{args.prompts_per_step} prompts x {args.group_size} samples per step over {parts['world']} process(es), "
           f"model {args.model}")
-    time_limit = TimeLimit(args.max_seconds)
+    time_limit = TimeLimit(args.max_seconds, args.end_at)
     Trainer = RLOOTrainer if args.algorithm == "rloo" else GRPOTrainer
     trainer = Trainer(model=args.model, reward_funcs=reward, args=parts["config"],
                           train_dataset=parts["dataset"], processing_class=train_task.tokenizer,
