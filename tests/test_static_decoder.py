@@ -76,7 +76,8 @@ def test_static_decoder_logits_match_the_model_forward_and_refuse_overflow():
 
 @pytest.mark.parametrize("attention, kv_heads, compiled", [("sdpa", None, False), ("sdpa", 1, False),
                                                          ("matmul", None, False), ("matmul", 1, False),
-                                                         ("matmul", 1, True)])
+                                                         ("matmul", 1, True), ("flex", None, False),
+                                                         ("flex", 1, False)])
 def test_full_length_step_of_the_graph_path_matches_the_model_forward(attention, kv_heads, compiled):
     """What a CUDA graph replays (every step over the whole cache under a mask), run on a CPU, with
     each step attention, grouped KV heads and a compiled step: the logits of the model's own forward."""
@@ -148,7 +149,7 @@ def test_static_decoder_under_bf16_autocast_keeps_a_bf16_cache_and_close_logits(
         last = decoder.step(tokens[:, 9])
     with torch.no_grad():
         full = model(input_ids=tokens).logits[:, -1]
-    assert decoder.keys.dtype == torch.bfloat16
+    assert decoder.keys[0].dtype == torch.bfloat16
     assert (last.float() - full).abs().max() <= 0.05 * full.abs().max()
 
 
@@ -171,3 +172,157 @@ def test_cuda_graph_replay_gives_the_eager_tokens_on_cuda(kind):
     prompts, given = _prompts(vocab, layout, 4, np.random.default_rng(2))
     _engines_agree(model, prompts, layout, given)
     assert decoder_for(model, 4, layout.prompt_len + layout.response_len).graph is not None  # it replayed a graph
+
+
+def test_sampling_draws_the_tokens_torch_multinomial_draws_for_a_seed():
+    """The written-out draw (what a graph replays) is torch.multinomial's, so seeded results stay as they were."""
+    from rlvr_envs.video.static_decoder import Sampling
+
+    logits = torch.randn(6, 50, generator=torch.Generator().manual_seed(0)) * 3
+    for temperature, top_k in ((1.0, None), (0.7, 5), (1.0, 100)):
+        drawn = Sampling(40, temperature, top_k)(logits, torch.Generator().manual_seed(11))
+        scaled = logits[:, :40] / temperature
+        if top_k is not None and top_k < 40:
+            scaled = scaled.masked_fill(scaled < torch.topk(scaled, top_k, dim=-1).values[:, -1:], float("-inf"))
+        expected = torch.multinomial(torch.softmax(scaled, -1), 1, generator=torch.Generator().manual_seed(11))
+        assert torch.equal(drawn, expected.squeeze(1)), (temperature, top_k)
+    assert torch.equal(Sampling(40, 0.0)(logits), logits[:, :40].argmax(-1))
+
+
+@pytest.mark.parametrize("kind", ["single", "multi"])
+def test_static_compiled_and_eager_decoders_give_the_same_greedy_and_seeded_tokens(kind):
+    """Issue 52: eager, the static decoder's CPU step, and the fixed-shape step a graph replays (attention
+    over the filled blocks, compiled, sampling inside the step) give the same tokens, greedy and seeded;
+    a seed repeats its tokens, another seed draws others; the GRPO group's prompts are prefilled once."""
+    from rlvr_envs.video.static_decoder import decoder_for, decoder_settings
+    from rlvr_envs.video.world_model import generate_responses
+
+    vocab, layouts = _layouts()
+    layout = layouts[kind]
+    length = layout.prompt_len + layout.response_len
+    model = _model(vocab, length, seed=5)
+    prompts, given = _prompts(vocab, layout, 2, np.random.default_rng(4))
+    prompts = np.repeat(prompts, 3, axis=0)
+    given = None if given is None else np.repeat(given, 3, axis=0)
+    variants = {"flex": {"attention": "flex", "compiled": False}, "compiled": {"attention": "matmul", "compiled": True}}
+    for temperature, top_k, seed in ((0.0, None, None), (1.0, 5, 7)):
+        def run(engine, seed=seed):
+            return generate_responses(model, prompts, layout, given, temperature=temperature, top_k=top_k,
+                                      seed=seed, engine=engine)
+        eager, static = run("eager"), run("static")
+        assert np.array_equal(eager, static), (temperature, eager, static)
+        assert decoder_for(model, 6, length).prefilled_rows == 2  # 2 prompts x group 3: 2 rows computed
+        for name, settings in variants.items():
+            with decoder_settings(**settings, bf16_weights=False):
+                decoder = decoder_for(model, 6, length)
+                decoder.full_length = True  # the graph's fixed-shape step, without a graph
+                fixed = run("static")
+            assert (decoder.attention, decoder.compiled) == (settings["attention"], settings["compiled"])
+            assert np.array_equal(eager, fixed), (name, temperature, eager, fixed)
+        if seed is not None:
+            assert np.array_equal(run("static"), static)  # a seed repeats its draws
+            assert not np.array_equal(run("static", seed=seed + 1), static)
+
+
+def test_flex_step_reads_the_blocks_up_to_the_position_and_matches_the_masked_cache():
+    """The number of FlexAttention blocks the step reads is a device tensor that follows the filled
+    length, and its attention equals the whole-cache masked attention of the other steps."""
+    from rlvr_envs.video.static_decoder import FLEX_BLOCK, StaticDecoder
+
+    vocab = VideoVocabulary(frame_codes=40, action_bins=8)
+    length = FLEX_BLOCK + 8
+    model = _model(vocab, length, seed=6)
+    tokens = torch.as_tensor(np.random.default_rng(5).integers(0, 40, (2, length)))
+    prompt = FLEX_BLOCK - 2
+    logits, counts = {}, []
+    for attention in ("flex", "sdpa"):
+        decoder = StaticDecoder(model, batch=2, max_len=length, use_graph=False, attention=attention)
+        decoder.full_length = True
+        logits[attention] = [decoder.prefill(tokens[:, :prompt])]
+        for i in range(prompt, prompt + 5):
+            logits[attention].append(decoder.step(tokens[:, i]))
+            if attention == "flex":
+                counts.append(int(decoder.block_count))
+    assert counts == [1, 1, 2, 2, 2]  # positions 126, 127 in block 0; 128.. in block 1
+    assert torch.allclose(torch.stack(logits["flex"]), torch.stack(logits["sdpa"]), atol=1e-4)
+
+
+@pytest.mark.slow
+def test_compiled_flex_step_never_reads_the_cache_past_the_filled_blocks():
+    """Compiled (the GPU default), FlexAttention skips the blocks past the position: NaNs written there
+    change nothing, where any whole-cache attention (masked: 0 x NaN) would return NaN. ~30 s of compile."""
+    from rlvr_envs.video.static_decoder import FLEX_BLOCK, StaticDecoder
+
+    vocab = VideoVocabulary(frame_codes=40, action_bins=8)
+    length = 2 * FLEX_BLOCK + 4
+    model = _model(vocab, length, seed=7)
+    tokens = torch.as_tensor(np.random.default_rng(6).integers(0, 40, (2, FLEX_BLOCK + 4)))
+    decoder = StaticDecoder(model, batch=2, max_len=length, use_graph=False, attention="flex", compiled=True)
+    decoder.full_length = True
+    logits = [decoder.prefill(tokens[:, :FLEX_BLOCK])]
+    for cache in decoder.keys + decoder.values:
+        cache[:, :, 2 * FLEX_BLOCK:] = float("nan")
+    logits += [decoder.step(tokens[:, i]).clone() for i in range(FLEX_BLOCK, FLEX_BLOCK + 4)]
+    with torch.no_grad():
+        full = model(input_ids=tokens).logits[:, FLEX_BLOCK - 1:]
+    assert torch.allclose(torch.stack(logits, 1), full, atol=1e-4)
+
+
+def test_bf16_weight_copies_give_close_logits_and_follow_an_in_place_update():
+    """GRPO's optimizer updates the fp32 weights in place between generations: the decoder's bf16 copies
+    (the fast path's weights) are refreshed at each prefill, so the next generation decodes the new model."""
+    from rlvr_envs.video.static_decoder import StaticDecoder
+
+    vocab = VideoVocabulary(frame_codes=40, action_bins=8)
+    model = _model(vocab, 16, seed=8)
+    tokens = torch.as_tensor(np.random.default_rng(7).integers(0, 40, (2, 12)))
+
+    def decode(decoder):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            return torch.stack([decoder.prefill(tokens[:, :8])] + [decoder.step(tokens[:, i]) for i in range(8, 12)],
+                               1).float()
+
+    def reference():
+        with torch.no_grad():
+            return model(input_ids=tokens).logits[:, 7:12]
+
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        decoder = StaticDecoder(model, batch=2, max_len=12, bf16_weights=True)
+        plain = StaticDecoder(model, batch=2, max_len=12, bf16_weights=False)
+    assert decoder.bf16_weights and not plain.bf16_weights
+    assert decoder.copies[0]["q_proj"].dtype == torch.bfloat16 and model.lm_head.weight.dtype == torch.float32
+    before, full = decode(decoder), reference()
+    assert (before - full).abs().max() <= 0.05 * full.abs().max()
+    assert (before - decode(plain)).abs().max() <= 0.02 * full.abs().max()  # bf16 copies ~ casting each step
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    model(input_ids=tokens, labels=tokens).loss.backward()
+    optimizer.step()  # in place, as GRPO's AdamW
+    after, updated = decode(decoder), reference()
+    assert (updated - full).abs().max() > 0.2 * full.abs().max()  # the update moved the logits
+    assert (after - updated).abs().max() <= 0.05 * updated.abs().max()
+
+
+def test_bf16_weight_copies_merge_a_lora_adapter():
+    """A peft LoRA policy (GRPO with --lora-r): its adapters are merged into the copies."""
+    peft = pytest.importorskip("peft")
+    from rlvr_envs.video.static_decoder import StaticDecoder
+
+    vocab = VideoVocabulary(frame_codes=40, action_bins=8)
+    model = peft.get_peft_model(_model(vocab, 16, seed=9), peft.LoraConfig(
+        r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"], lora_dropout=0.0)).eval()
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name:
+                parameter.normal_(0, 0.5)  # an adapter that changes the outputs
+    tokens = torch.as_tensor(np.random.default_rng(8).integers(0, 40, (2, 10)))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        decoder = StaticDecoder(model, batch=2, max_len=10, bf16_weights=True)
+        last = decoder.prefill(tokens[:, :9])
+        last = decoder.step(tokens[:, 9]).float()
+    with torch.no_grad():
+        full = model(input_ids=tokens).logits[:, -1]
+        with model.disable_adapter():
+            without = model(input_ids=tokens).logits[:, -1]
+    assert decoder.bf16_weights
+    assert (without - full).abs().max() > 0.2 * full.abs().max()
+    assert (last - full).abs().max() <= 0.05 * full.abs().max()

@@ -4,7 +4,7 @@ An eager Hugging Face forward per generated token is launch-bound at world-model
 H200 the 120M "paper" preset took 10.4 ms per decode step at batch 64 where reading its KV cache
 and weights takes ~1 ms. `StaticDecoder` runs the same LLaMA (its own modules: projections,
 norms, MLPs, rotary tables, LoRA layers included) over a cache of fixed shape
-[layers, batch, kv heads, max_len, head dim], so the one-token step has fixed shapes and
+[batch, kv heads, max_len, head dim] per layer, so the one-token step has fixed shapes and
 addresses, and on CUDA it is captured once as a `torch.cuda.CUDAGraph` and replayed. The
 position lives in a device tensor the step advances itself: no host round trip per token.
 
@@ -175,9 +175,11 @@ class StaticDecoder:
         self.autocast_dtype = autocast_dtype if autocast else None
         self.dtype = self.autocast_dtype or weight.dtype
         self.batch, self.max_len = batch, max_len
-        shape = (len(self.layers), batch, self.kv_heads, max_len, self.head_dim)
-        self.keys = torch.zeros(shape, dtype=self.dtype, device=self.device)
-        self.values = torch.zeros(shape, dtype=self.dtype, device=self.device)
+        # one tensor per layer, not views into one: compiled FlexAttention (torch 2.14, CPU) read the wrong
+        # layer's keys from views at an offset into a shared buffer
+        shape = (batch, self.kv_heads, max_len, self.head_dim)
+        self.keys = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in self.layers]
+        self.values = [torch.zeros(shape, dtype=self.dtype, device=self.device) for _ in self.layers]
         with torch.no_grad():  # the model's own rotary module: the same cos/sin as its eager forward
             positions = torch.arange(max_len, device=self.device).unsqueeze(0)
             probe = torch.zeros(1, dtype=torch.float32, device=self.device)
@@ -332,8 +334,8 @@ class StaticDecoder:
 
         def attend(index, q, k, v):
             q, k = self._rotate(q, cos, sin), self._rotate(k, cos, sin)
-            self.keys[index, :, :, :length] = k if rows is None else k[rows]
-            self.values[index, :, :, :length] = v if rows is None else v[rows]
+            self.keys[index][:, :, :length] = k if rows is None else k[rows]
+            self.values[index][:, :, :length] = v if rows is None else v[rows]
             return self._attention(q, k, v, is_causal=True)
 
         logits = self._layers(self.embed(distinct), attend)
@@ -342,7 +344,7 @@ class StaticDecoder:
         return logits if rows is None else logits[rows]
 
     def _forward(self) -> torch.Tensor:
-        """One token per row at `self.position` (read on the device), then advance the position.
+        """One token per row at `self.position` (read on the device): its logits.
         The fixed-shape step attends over the cache's whole shape (masked, or "flex": the filled
         blocks); without one the step slices the filled positions, which the host counts (on a CPU
         the masked full-length attention was 4.7x slower than the eager path at a 1,333-token prompt)."""
@@ -362,13 +364,13 @@ class StaticDecoder:
                 return self._masked_attention(q, keys, values, visible)
             return self._attention(q, keys[:, :, :filled], values[:, :, :filled])
 
-        logits = self._layers(self.embed(self.tokens), attend)
-        self.position.add_(1)
-        return logits
+        return self._layers(self.embed(self.tokens), attend)
 
     def _step(self, sampling: Sampling | None, generator: torch.Generator) -> torch.Tensor:
-        """What a graph replays: the (compiled) model step, then the draw when `sampling` is given."""
+        """What a graph replays: the (compiled) model step, the position advanced, then the draw when
+        `sampling` is given (outside the compiled part: its generator is the decoder's, not inductor's)."""
         logits = self._run_forward()
+        self.position.add_(1)
         return logits if sampling is None else sampling(logits, generator)
 
     @torch.no_grad()
