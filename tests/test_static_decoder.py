@@ -124,8 +124,8 @@ def test_speed_benchmark_shows_a_failed_decode_variant_beside_the_timed_ones():
 
 
 def test_speed_benchmark_times_every_decode_variant_it_names():
-    """The GPU's variant rows, run on a CPU under bf16 autocast: each is timed (none fails) and compared
-    with eager, the bf16-weights row on the model converted to bf16."""
+    """The GPU's variant rows, run on a CPU under bf16 autocast: each is timed (none fails), its prefill
+    apart from its decode, compared with eager, and says which settings it ran."""
     from benchmarks import world_model_speed as speed
     from rlvr_envs.core.device import setup_device
 
@@ -133,8 +133,16 @@ def test_speed_benchmark_times_every_decode_variant_it_names():
     result = speed.decoding(precision.device, precision, speed.TINY, copy_rate=1e10, compile_step=False,
                             variants=True)
     rows = result["engines"]
-    assert list(rows) == ["eager", "static", "static_matmul", "static_bf16_weights"]
-    assert all(row["tokens_per_second"] > 0 and 0 <= row["greedy_tokens_equal_eager"] <= 1 for row in rows.values())
+    assert list(rows) == ["eager", "static"] + [name for name, settings in speed.DECODE_VARIANTS.items()
+                                                if not settings["compiled"]]
+    assert all(row["tokens_per_second"] > 0 and row["decode_tokens_per_second"] > 0 and row["prefill_ms"] > 0
+               and 0 <= row["greedy_tokens_equal_eager"] <= 1 for row in rows.values())
+    assert rows["static_flex"]["settings"] == speed.DECODE_VARIANTS["static_flex"]
+    assert rows["static"]["settings"] == {"attention": "sdpa", "compiled": False, "bf16_weights": False}  # CPU's
+    assert result["group"] == speed.TINY.group and "| static_flex | " in "\n".join(speed.markdown(
+        {"ceilings": {"matmul_size": 1, "matmul_flops": 1.0, "copy_bytes_per_second": 1.0}, "precision": "bf16",
+         "decoding": result, "training": {"preset": "tiny", "parameters": 1, "batch": 1, "tokens_per_window": 1,
+                                          "train_flops_per_token": 1.0, "modes": {}}}))
 
 
 def test_static_decoder_under_bf16_autocast_keeps_a_bf16_cache_and_close_logits():

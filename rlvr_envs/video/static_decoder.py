@@ -160,7 +160,7 @@ class StaticDecoder:
         self.full_length = self.use_graph
         chosen = {"attention": attention, "compiled": compiled, "bf16_weights": bf16_weights}
         settings = {name: chosen[name] if chosen[name] is not None else value
-                    for name, value in _settings(self.use_graph).items()}
+                    for name, value in settings_for(self.use_graph).items()}
         if settings["attention"] not in STEP_ATTENTIONS:
             raise ValueError(f"attention must be one of {STEP_ATTENTIONS}, got {settings['attention']!r}")
         #: why the chosen settings were given up for `_PLAIN` (their capture failed), else None
@@ -429,7 +429,7 @@ class StaticDecoder:
         self.graphs[sampling] = (graph, out)
 
 
-def _settings(use_graph: bool) -> dict[str, Any]:
+def settings_for(use_graph: bool) -> dict[str, Any]:
     """The settings a decoder is built with: `decoder_settings`' choices, the rest `_FAST` where a
     graph replays the step, else `_PLAIN`."""
     default = _FAST if use_graph else _PLAIN
@@ -462,7 +462,7 @@ def decoder_for(model, batch: int, max_len: int) -> StaticDecoder:
     """The cached decoder of `model` for this batch, length, autocast state and settings (built on first use)."""
     device = _llama(model).lm_head.weight.device
     key = (batch, max_len, device, _autocast_state(device), _storage_key(model),
-           tuple(_settings(device.type == "cuda").values()))
+           tuple(settings_for(device.type == "cuda").values()))
     decoders = _DECODERS.setdefault(model, {})
     if key not in decoders:
         if len(decoders) >= MAX_DECODERS_PER_MODEL:
