@@ -279,7 +279,8 @@ def markdown(result: dict[str, Any]) -> list[str]:
              f"Decoding, preset {dec['preset']} ({dec['parameters'] / 1e6:.1f}M), batch {dec['batch']} "
              f"({dec['batch'] // dec.get('group', 1)} prompts x {dec.get('group', 1)}), prompt {dec['prompt_tokens']} "
              f"tokens, {dec['generated_per_sample']} generated per sample; prefill timed apart; decode memory floor "
-             f"(filled KV cache + bf16 weights, read once a step) {dec['floor_bytes_per_step'] / 1e9:.2f} GB per step = "
+             f"(filled KV cache + bf16 weights, read once a step) {dec['floor_bytes_per_step'] / 1e9:.2f} GB per "
+             f"step = "
              f"{dec['floor_seconds_per_step'] * 1e3:.2f} ms:", "",
              "| engine | prefill ms | decode tokens/s | ms per decode step | share of memory floor | "
              "end to end tokens/s | greedy = eager |", "|---|---:|---:|---:|---:|---:|---:|"]
@@ -288,7 +289,8 @@ def markdown(result: dict[str, Any]) -> list[str]:
             lines.append(f"| {engine} | failed: `{row['error']}` | | | | | |")
             continue
         lines.append(f"| {engine} | {row.get('prefill_ms', float('nan')):.1f} | "
-                     f"{row.get('decode_tokens_per_second', float('nan')):,.0f} | {row['seconds_per_step'] * 1e3:.2f} | "
+                     f"{row.get('decode_tokens_per_second', float('nan')):,.0f} | "
+                     f"{row['seconds_per_step'] * 1e3:.2f} | "
                      f"{row['share_of_memory_floor']:.1%} | {row['tokens_per_second']:,.0f} | "
                      f"{row.get('greedy_tokens_equal_eager', float('nan')):.1%} |")
     static = ""
@@ -297,7 +299,8 @@ def markdown(result: dict[str, Any]) -> list[str]:
                   f"{dec['greedy_tokens_equal']:.1%} of positions. ")
     defaults = dec["engines"].get("static", {}).get("settings")
     if defaults:
-        static += "The static row is the decoder's defaults: " + ", ".join(f"{k}={v}" for k, v in defaults.items()) + "."
+        static += "The static row is the decoder's defaults: " + ", ".join(
+            f"{k}={v}" for k, v in defaults.items()) + "."
     lines += ["", static, "",
               f"Training (`training_step`), preset {train['preset']} ({train['parameters'] / 1e6:.1f}M), "
               f"{train['batch']} windows of {train['tokens_per_window']} tokens a step, "

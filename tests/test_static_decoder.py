@@ -171,16 +171,52 @@ def test_unknown_engine_is_refused():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU (run on one: pytest -k cuda)")
 @pytest.mark.parametrize("kind", ["single", "multi"])
-def test_cuda_graph_replay_gives_the_eager_tokens_on_cuda(kind):
-    from rlvr_envs.video.static_decoder import decoder_for
+@pytest.mark.parametrize("variant", ["defaults", "static_plain", "static_flex", "static_compiled_sdpa",
+                                     "static_compiled_matmul"])
+def test_cuda_graph_replay_gives_the_eager_tokens_on_cuda(kind, variant):
+    """Each decode variant the speed benchmark times, replayed as a graph with sampling inside it, gives
+    the eager greedy and seeded tokens in fp32, and its own capture (no fallback)."""
+    from benchmarks.world_model_speed import DECODE_VARIANTS
+    from rlvr_envs.video.static_decoder import decoder_for, decoder_settings
 
     vocab, layouts = _layouts()
     layout = layouts[kind]
     model = _model(vocab, layout.prompt_len + layout.response_len).to("cuda")
     prompts, given = _prompts(vocab, layout, 4, np.random.default_rng(2))
-    _engines_agree(model, prompts, layout, given)
-    assert decoder_for(model, 4, layout.prompt_len + layout.response_len).graph is not None  # it replayed a graph
+    with decoder_settings(**DECODE_VARIANTS.get(variant, {})):
+        _engines_agree(model, prompts, layout, given)
+        decoder = decoder_for(model, 4, layout.prompt_len + layout.response_len)
+    assert decoder.graphs and decoder.fallback is None  # it replayed its own graphs
 
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="CUDA graphs need a GPU (run on one: pytest -k cuda)")
+def test_cuda_graph_on_bf16_copies_follows_an_in_place_update_on_cuda():
+    """The GPU default (bf16 copies under bf16 autocast, replayed): close to the model's logits, and after
+    an in-place optimizer step the next prefill's replays decode the updated weights."""
+    from rlvr_envs.video.static_decoder import StaticDecoder
+
+    vocab = VideoVocabulary(frame_codes=40, action_bins=8)
+    model = _model(vocab, 16, seed=8).to("cuda")
+    tokens = torch.as_tensor(np.random.default_rng(7).integers(0, 40, (2, 12))).to("cuda")
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        decoder = StaticDecoder(model, batch=2, max_len=12)
+    assert decoder.bf16_weights and decoder.use_graph
+
+    def compare():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            logits = [decoder.prefill(tokens[:, :8]).float()] + [decoder.step(tokens[:, i]).float().clone()
+                                                                 for i in range(8, 12)]
+        with torch.no_grad():
+            full = model(input_ids=tokens).logits[:, 7:12]
+        assert (torch.stack(logits, 1) - full).abs().max() <= 0.05 * full.abs().max()
+        return full
+
+    before = compare()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    model(input_ids=tokens, labels=tokens).loss.backward()
+    optimizer.step()
+    assert (compare() - before).abs().max() > 0.2 * before.abs().max()
+    assert decoder.fallback is None
 
 def test_sampling_draws_the_tokens_torch_multinomial_draws_for_a_seed():
     """The written-out draw (what a graph replays) is torch.multinomial's, so seeded results stay as they were."""

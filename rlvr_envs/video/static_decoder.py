@@ -129,6 +129,18 @@ def _bias(module) -> torch.Tensor | None:
     return getattr(getattr(module, "base_layer", module), "bias", None)
 
 
+#: compiled code kept per function: every decoder compiles `StaticDecoder._forward` (or FlexAttention) again for
+#: its own shapes and tensors, and past dynamo's default of 8 a new decoder would silently run uncompiled
+RECOMPILE_LIMIT = 64
+
+
+def _allow_recompiles() -> None:
+    import torch._dynamo
+
+    config = torch._dynamo.config
+    config.recompile_limit = max(config.recompile_limit, RECOMPILE_LIMIT)
+
+
 def _eager_flex(*args, **kwargs):
     """FlexAttention without compile (a CPU test): the reference that materialises the scores."""
     from torch.nn.attention.flex_attention import flex_attention
@@ -200,6 +212,8 @@ class StaticDecoder:
     def _configure(self, attention: str, compiled: bool, bf16_weights: bool) -> None:
         """Set the step's variant (at build, and again on a fallback)."""
         self.attention, self.compiled = attention, bool(compiled)
+        if self.compiled or (attention == "flex" and self.device.type == "cuda"):
+            _allow_recompiles()
         # compiled once per decoder, on its first step (before a graph captures it: a replay runs its kernels)
         self._run_forward = torch.compile(self._forward, dynamic=False) if self.compiled else self._forward
         self._flex = None

@@ -98,10 +98,11 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
     each frame. `engine`: "static" decodes over a preallocated KV cache, one CUDA graph replay
     per token on a GPU, each distinct prompt prefilled once (`rlvr_envs.video.static_decoder`);
     "eager" runs a Hugging Face forward per token; "auto" is static on CUDA, eager on CPU
-    (where there are no graphs to replay: benchmarks/results/world_model_speed.md times both). Both draw the same
-    random numbers, so greedy responses agree. `use_cache=False` recomputes the whole sequence
-    every step (benchmarks only). Everything stays on the model's device until the finished
-    batch is copied back once; run it inside `Precision.autocast()` for bf16.
+    (where there are no graphs to replay: benchmarks/results/world_model_speed.md times both). Both draw the
+    same random numbers (`Sampling`, the static engine inside its graph), so greedy and seeded responses
+    agree in fp32. `use_cache=False` recomputes the whole sequence every step (benchmarks only). Everything
+    stays on the model's device until the finished batch is copied back once; run it inside
+    `Precision.autocast()` for bf16.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
