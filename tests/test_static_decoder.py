@@ -370,3 +370,37 @@ def test_bf16_weight_copies_merge_a_lora_adapter():
     assert decoder.bf16_weights
     assert (without - full).abs().max() > 0.2 * full.abs().max()
     assert (last - full).abs().max() <= 0.05 * full.abs().max()
+
+
+def test_a_failed_capture_falls_back_to_the_plain_step_and_says_so(monkeypatch):
+    """A GPU stack that cannot compile or capture the fast step (no Triton, say) decodes with the plain
+    step, from the same position, and the decoder says why (the speed benchmark reports it as failed)."""
+    from rlvr_envs.video.static_decoder import StaticDecoder
+
+    def capture(self, sampling):  # stands in for the CUDA capture on a CPU
+        if self.attention == "flex" or self.compiled:
+            self.position.add_(1)  # a warm-up that ran before the failure
+            raise RuntimeError("no triton")
+
+        class Graph:
+            def replay(graph):
+                out.copy_(self._step(sampling, self.generator))
+
+        out = self._step(sampling, self._scratch)
+        self.position.sub_(1)
+        self.graphs[sampling] = (Graph(), out)
+
+    monkeypatch.setattr(StaticDecoder, "_capture", capture)
+    vocab = VideoVocabulary(frame_codes=40, action_bins=8)
+    model = _model(vocab, 16, seed=10)
+    tokens = torch.as_tensor(np.random.default_rng(9).integers(0, 40, (2, 12)))
+    decoder = StaticDecoder(model, batch=2, max_len=12, use_graph=True)  # the GPU defaults
+    assert (decoder.attention, decoder.compiled) == ("flex", True)
+    logits = [decoder.prefill(tokens[:, :8])]
+    with pytest.warns(RuntimeWarning, match="no triton"):
+        logits.append(decoder.step(tokens[:, 8]).clone())
+    logits += [decoder.step(tokens[:, i]).clone() for i in range(9, 12)]
+    with torch.no_grad():
+        full = model(input_ids=tokens).logits[:, 7:12]
+    assert torch.allclose(torch.stack(logits, 1), full, atol=1e-4)
+    assert (decoder.attention, decoder.compiled) == ("sdpa", False) and "no triton" in decoder.fallback

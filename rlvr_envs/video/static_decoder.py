@@ -15,8 +15,8 @@ where a graph replays the step, `_PLAIN` elsewhere):
   from the position, so a step's cost follows the filled length inside a fixed-shape graph
   (compiled, FlexAttention decodes split over the cache like flash-decoding). "sdpa" and
   "matmul" attend over the whole cache under a mask (cost follows max_len).
-* bf16 weights: under bf16 autocast the fp32 weights would be cast on every step (reading
-  6 bytes a parameter for the 2 the matmul needs); the decoder keeps its own bf16 copy of the
+* bf16 weights: under bf16 autocast the fp32 weights would be cast on every step (moving 8 bytes
+  a parameter: fp32 read, bf16 written and read, for the 2 the matmul needs); the decoder keeps its own bf16 copy of the
   matrices (LoRA merged in), refreshed from the live weights at every prefill, so an optimizer
   step between two generations is always seen (the embedding stays: a step reads one row of it).
 * sampling inside the graph: temperature and top-k, then torch.multinomial's own one-sample
@@ -164,7 +164,6 @@ class StaticDecoder:
     def __init__(self, model, batch: int, max_len: int, use_graph: bool | None = None,
                  attention: str | None = None, compiled: bool | None = None, bf16_weights: bool | None = None):
         base = _llama(model)
-        self.base = base
         weight = base.lm_head.weight
         self.device = weight.device
         self.use_graph = self.device.type == "cuda" if use_graph is None else use_graph
@@ -248,13 +247,14 @@ class StaticDecoder:
     def _copy_weights(self, wanted: bool) -> None:
         """bf16 copies of the matrices a step reads whole, where they save a cast per step (bf16
         autocast over fp32 weights) and every one can be merged; else the modules run as they are."""
-        modules = [{name: getattr(getattr(layer, part), name) for part, name in _MATRICES} for layer in self.layers]
-        usable = (wanted and self.dtype == torch.bfloat16 and self.lm_head.weight.dtype == torch.float32
-                  and all(_weight(m) is not None for row in modules for m in row.values()))
-        self.bf16_weights = bool(usable)
-        self.copies, self._copied, self._head_copy = None, [], None
-        if not usable:
+        self.bf16_weights, self.copies, self._copied, self._head_copy = False, None, [], None
+        if not (wanted and self.dtype == torch.bfloat16 and self.lm_head.weight.dtype == torch.float32):
             return
+        modules = [{name: getattr(getattr(layer, part, None), name, None) for part, name in _MATRICES}
+                   for layer in self.layers]
+        if not all(m is not None and _weight(m) is not None for row in modules for m in row.values()):
+            return  # not LLaMA's layer, or an adapter that cannot be merged: the modules run as they are
+        self.bf16_weights = True
         self._copied = [m for row in modules for m in row.values()] + [self.lm_head]
         with torch.no_grad():
             flat = [torch.empty_like(_weight(m), dtype=torch.bfloat16) for m in self._copied]
@@ -405,9 +405,11 @@ class StaticDecoder:
         return out
 
     def _capture_or_fall_back(self, sampling: Sampling | None) -> None:
+        saved = self.position.clone()  # a failed warm-up may have advanced it
         try:
             self._capture(sampling)
         except Exception as exc:  # a compile or capture this stack cannot do: the plain step, said aloud
+            self.position.copy_(saved)
             chosen = (self.attention, self.compiled, self.bf16_weights)
             if chosen == (_PLAIN["attention"], _PLAIN["compiled"], _PLAIN["bf16_weights"]):
                 raise
