@@ -17,6 +17,8 @@ eager vs static (KV cache + CUDA graphs), and training eager vs compiled.
   filled blocks, compiled, bf16 weight copies, sampling inside the graph) run beside
   `DECODE_VARIANTS`: the plain step the first H200 run measured, then one change at a time (compiled
   rows unless --no-compile); a variant that fails, or falls back to the plain step, is reported as such.
+  Each row's first call (compile and graph captures included) is timed too: what a run pays once per
+  decoder shape before the steady rate.
 * training: `trainers.train_video_world_model.training_step` on random windows of the same
   length, eager and `torch.compile`d, tokens/s and MFU = tokens/s x training FLOPs per token
   (`rlvr_envs.core.sizing`) / the measured matmul rate; the first step's loss of both (same
@@ -64,9 +66,14 @@ def _sync(device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _timed(device, run, repeats: int = 1) -> float:
-    """Best wall seconds of `repeats` calls of `run` (after one warm-up call), synchronised."""
+def _timed(device, run, repeats: int = 1, first: list[float] | None = None) -> float:
+    """Best wall seconds of `repeats` calls of `run` (after one warm-up call, whose seconds are
+    appended to `first` when given: a compile's or a graph capture's cost), synchronised."""
+    began = time.perf_counter()
     run()
+    _sync(device)
+    if first is not None:
+        first.append(time.perf_counter() - began)
     best = float("inf")
     for _ in range(repeats):
         _sync(device)
@@ -170,7 +177,8 @@ def decoding(device, precision, sizes: SpeedSizes, copy_rate: float, compile_ste
                     decoder_for(model, len(tokens), length).prefill(tokens)
         try:
             with decoder_settings(**settings):
-                seconds = _timed(device, run, repeats=sizes.decode_repeats)  # the warm-up compiles and captures
+                first: list[float] = []
+                seconds = _timed(device, run, repeats=sizes.decode_repeats, first=first)  # compiles and captures
                 prefill_seconds = _timed(device, prefill, repeats=sizes.decode_repeats)
                 greedy[row] = run(temperature=0.0, top_k=None)
                 with precision.autocast():
@@ -188,7 +196,7 @@ def decoding(device, precision, sizes: SpeedSizes, copy_rate: float, compile_ste
                 settings = settings_for(device.type == "cuda")
         out["engines"][row] = {"settings": settings,
                                "seconds": seconds, "tokens_per_second": generated / seconds,
-                               "prefill_ms": prefill_seconds * 1e3,
+                               "prefill_ms": prefill_seconds * 1e3, "first_call_seconds": first[0],
                                "decode_tokens_per_second": sizes.decode_batch * steps / decode_seconds,
                                "seconds_per_step": decode_seconds / steps,
                                "share_of_memory_floor": floor / (decode_seconds / steps),
@@ -283,15 +291,16 @@ def markdown(result: dict[str, Any]) -> list[str]:
              f"step = "
              f"{dec['floor_seconds_per_step'] * 1e3:.2f} ms:", "",
              "| engine | prefill ms | decode tokens/s | ms per decode step | share of memory floor | "
-             "end to end tokens/s | greedy = eager |", "|---|---:|---:|---:|---:|---:|---:|"]
+             "end to end tokens/s | first call s | greedy = eager |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for engine, row in dec["engines"].items():
         if "error" in row:
-            lines.append(f"| {engine} | failed: `{row['error']}` | | | | | |")
+            lines.append(f"| {engine} | failed: `{row['error']}` | | | | | | |")
             continue
         lines.append(f"| {engine} | {row.get('prefill_ms', float('nan')):.1f} | "
                      f"{row.get('decode_tokens_per_second', float('nan')):,.0f} | "
                      f"{row['seconds_per_step'] * 1e3:.2f} | "
                      f"{row['share_of_memory_floor']:.1%} | {row['tokens_per_second']:,.0f} | "
+                     f"{row.get('first_call_seconds', float('nan')):.1f} | "
                      f"{row.get('greedy_tokens_equal_eager', float('nan')):.1%} |")
     static = ""
     if "speedup" in dec:

@@ -30,8 +30,9 @@ a step, 5.4x the eager loop, 31% of the memory floor. **The fast defaults (flex,
 weights) are untested on a GPU**: chosen from that profile, proven equal on a CPU, to be confirmed
 by `benchmarks.world_model_speed`, which times each variant; a capture that fails falls back to
 `_PLAIN` and says so (`StaticDecoder.fallback`).
-Without a graph (a CPU) the step attends over the filled positions only, as the eager path does;
-`full_length` turns the graph's fixed-shape step on without a graph, so tests run it on a CPU.
+Without a graph (a CPU) the step attends over the filled positions only, as the eager path does,
+unless compiled (fixed shapes); `full_length` turns the graph's fixed-shape step on without a graph,
+so tests run it on a CPU.
 
 The prompt is prefilled once per distinct row: a GRPO batch of prompts x group holds each
 prompt `group` times, and its cache rows are copied from one forward of the distinct prompts.
@@ -211,6 +212,8 @@ class StaticDecoder:
     def _configure(self, attention: str, compiled: bool, bf16_weights: bool) -> None:
         """Set the step's variant (at build, and again on a fallback)."""
         self.attention, self.compiled = attention, bool(compiled)
+        if self.compiled:  # fixed shapes: slicing the filled part would recompile at every step
+            self.full_length = True
         if self.compiled or (attention == "flex" and self.device.type == "cuda"):
             _allow_recompiles()
         # compiled once per decoder, on its first step (before a graph captures it: a replay runs its kernels)
