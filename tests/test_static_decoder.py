@@ -121,6 +121,9 @@ def test_speed_benchmark_shows_a_failed_decode_variant_beside_the_timed_ones():
     text = "\n".join(speed.markdown(result))
     assert "| static_compiled_matmul | failed: `RuntimeError: no triton` |" in text
     assert "| static | " in text and "| eager | " in text
+    result["decoding"]["engines"]["static"]["fallback"] = "('flex', True, True): RuntimeError: no triton"
+    assert "| static (fell back to the plain step: `('flex', True, True): RuntimeError: no triton`) | " in \
+        "\n".join(speed.markdown(result))  # the defaults' row keeps the timing of what ran, and says why
 
 
 def test_speed_benchmark_times_every_decode_variant_it_names():
