@@ -4,6 +4,7 @@ eager vs static (KV cache + CUDA graphs), and training eager vs compiled.
     python -m benchmarks.world_model_speed --device cuda        # paper preset, RT-1 single-step shapes
     python -m benchmarks.world_model_speed --device cpu --preset small --decode-batch 8 --train-batch 4
     python -m benchmarks.world_model_speed --device cpu --tiny  # the same code path in seconds
+    python -m benchmarks.world_model_speed --device cuda --variants static_plain  # the defaults vs the old path
 
 * ceilings: a large bf16 matmul's FLOP/s and a device-to-device copy's bytes/s (read + written),
   the two rates every other figure is a share of.
@@ -274,10 +275,11 @@ def _train_mode(device, run, vocab, sizes: SpeedSizes, windows, counts, length: 
             "mfu": tokens_per_second * cost.train_flops_per_token / matmul_flops}, cost
 
 
-def measure(device, precision, sizes: SpeedSizes, compile_too: bool) -> dict[str, Any]:
+def measure(device, precision, sizes: SpeedSizes, compile_too: bool,
+            variants: bool | list[str] | None = None) -> dict[str, Any]:
     limits = ceilings(device, sizes)
     return {"ceilings": limits, "sizes": asdict(sizes), "precision": precision.describe(),
-            "decoding": decoding(device, precision, sizes, limits["copy_bytes_per_second"], compile_too),
+            "decoding": decoding(device, precision, sizes, limits["copy_bytes_per_second"], compile_too, variants),
             "training": training(device, precision, sizes, limits["matmul_flops"], compile_too)}
 
 
@@ -341,6 +343,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--preset", help="world-model preset (default paper; a CPU wants small)")
     parser.add_argument("--decode-batch", type=int, help="sequences decoded at once (default 64)")
     parser.add_argument("--train-batch", type=int, help="windows per training step (default 32)")
+    parser.add_argument("--variants", nargs="*", choices=list(DECODE_VARIANTS),
+                        help="the static decoder's variants timed beside its defaults (default: all on a GPU, "
+                             "none on a CPU; give none to time the defaults only)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=str(RESULTS), help="writes OUT.json and OUT.md")
     args = parser.parse_args(argv)
@@ -351,7 +356,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     sizes = replace(sizes, **{k: v for k, v in chosen.items() if v is not None})
     if sizes.preset not in PRESETS or min(sizes.decode_batch, sizes.train_batch) < 1:
         parser.error(f"--preset must be one of {', '.join(PRESETS)} and the batches >= 1")
-    result = measure(precision.device, precision, sizes, not args.no_compile)
+    result = measure(precision.device, precision, sizes, not args.no_compile, args.variants)
     result["run"] = record.finish()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
