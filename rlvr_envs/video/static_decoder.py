@@ -329,9 +329,10 @@ class StaticDecoder:
 
     def seeded(self, seed: int | None) -> torch.Generator:
         """Start a generation's draws: the decoder's generator seeded with `seed` (None: a seed drawn
-        from torch's global generator, so `torch.manual_seed` still fixes the run)."""
+        from the device's default generator, which the eager path draws from, so `torch.manual_seed`
+        still fixes the run)."""
         if seed is None:
-            seed = int(torch.randint(0, 2**62, (1,)))
+            seed = int(torch.randint(0, 2**62, (1,), device=self.device))
         return self.generator.manual_seed(int(seed))
 
     @torch.no_grad()

@@ -18,7 +18,7 @@ import torch
 
 from rlvr_envs.core.device import generator_for
 from rlvr_envs.video.layout import MultiStepLayout, SingleStepLayout, VideoVocabulary
-from rlvr_envs.video.static_decoder import Sampling
+from rlvr_envs.video.static_decoder import Sampling, decoder_for
 
 #: LLaMA sizes (hidden, layers, heads, MLP width), CPU scale up to iVideoGPT's (paper: 12 layers,
 #: hidden 768); their parameters, FLOPs and memory: `rlvr_envs.core.sizing`, table in docs/scale_out.md
@@ -117,8 +117,6 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
     sampling = Sampling(layout.vocab.frame_codes, temperature, top_k)  # frame positions draw frame codes only
     prompts = prompts.to(device)
     if use_cache and (engine == "static" or (engine == "auto" and device.type == "cuda")):
-        from rlvr_envs.video.static_decoder import decoder_for
-
         decoder = decoder_for(model, batch, prompts.shape[1] + layout.response_len)
         generator = decoder.seeded(seed)  # a graph draws on the decoder's own generator
         logits = decoder.prefill(prompts)
