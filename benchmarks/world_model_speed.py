@@ -4,18 +4,23 @@ eager vs static (KV cache + CUDA graphs), and training eager vs compiled.
     python -m benchmarks.world_model_speed --device cuda        # paper preset, RT-1 single-step shapes
     python -m benchmarks.world_model_speed --device cpu --preset small --decode-batch 8 --train-batch 4
     python -m benchmarks.world_model_speed --device cpu --tiny  # the same code path in seconds
+    python -m benchmarks.world_model_speed --device cuda --variants static_plain  # the defaults vs the old path
 
 * ceilings: a large bf16 matmul's FLOP/s and a device-to-device copy's bytes/s (read + written),
   the two rates every other figure is a share of.
 * decoding: `generate_responses` (temperature 1, top-k 100) of `batch` responses after a prompt
-  of RT-1's single-step length, tokens/s of each engine and its share of the memory floor: one
-  decode step must read the whole KV cache (bf16, every position of prompt + response) and the
-  bf16 weights once, so floor seconds per step = those bytes / the measured copy rate. On a GPU
-  the graph path also runs with its step attending by two matmuls (`static_matmul`), under bf16
-  autocast on the model converted to bf16 (`static_bf16_weights`: no per-step weight casts), and with
-  the matmul step `torch.compile`d before the capture, on the bf16 weights where there are some
-  (`static_compiled_matmul[_bf16_weights]`, unless --no-compile;
-  `rlvr_envs.video.static_decoder.decoder_settings`); a variant that fails is reported as such.
+  of RT-1's single-step length, in GRPO groups (`group` rows share a prompt, which the static engine
+  prefills once): each engine's prefill milliseconds, timed apart, and its decode tokens/s (the
+  generation's time less the prefill's) as a share of the memory floor: one decode step must read
+  the filled KV cache (bf16; on average the prompt and half the response) and the bf16 weights once,
+  so floor seconds per step = those bytes / the copy rate measured in the same run. On a GPU the
+  static engine's defaults (row "static": `rlvr_envs.video.static_decoder`, FlexAttention over the
+  filled blocks, compiled, bf16 weight copies, sampling inside the graph) run beside
+  `DECODE_VARIANTS`: the plain step the first H200 run measured, then one change at a time (compiled
+  rows unless --no-compile); a variant that fails, or falls back to the plain step, is reported as
+  failed, and the "static" row that falls back is timed as what ran, with the reason.
+  Each row's first call (compile and graph captures included) is timed too: what a run pays once per
+  decoder shape before the steady rate.
 * training: `trainers.train_video_world_model.training_step` on random windows of the same
   length, eager and `torch.compile`d, tokens/s and MFU = tokens/s x training FLOPs per token
   (`rlvr_envs.core.sizing`) / the measured matmul rate; the first step's loss of both (same
@@ -44,6 +49,7 @@ class SpeedSizes:
     tokens_per_frame: int = 320  #: RT-1: 16x20 codes of a 256x320 frame
     history: int = 4
     decode_batch: int = 64
+    group: int = 16  #: decoded rows per prompt (GRPO's group: the static engine prefills each prompt once)
     train_batch: int = 32  #: windows per step (one forward when it fits)
     train_steps: int = 12  #: timed steps per mode, after the first
     decode_repeats: int = 2  #: timed generations per engine, after a warm-up (the best counts)
@@ -51,7 +57,7 @@ class SpeedSizes:
     copy_mib: int = 2048
 
 
-TINY = SpeedSizes(preset="tiny", tokens_per_frame=16, history=2, decode_batch=2, train_batch=2, train_steps=2,
+TINY = SpeedSizes(preset="tiny", tokens_per_frame=16, history=2, decode_batch=2, group=2, train_batch=2, train_steps=2,
                   decode_repeats=1, matmul=256, copy_mib=16)
 
 
@@ -62,9 +68,14 @@ def _sync(device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _timed(device, run, repeats: int = 1) -> float:
-    """Best wall seconds of `repeats` calls of `run` (after one warm-up call), synchronised."""
+def _timed(device, run, repeats: int = 1, first: list[float] | None = None) -> float:
+    """Best wall seconds of `repeats` calls of `run` (after one warm-up call, whose seconds are
+    appended to `first` when given: a compile's or a graph capture's cost), synchronised."""
+    began = time.perf_counter()
     run()
+    _sync(device)
+    if first is not None:
+        first.append(time.perf_counter() - began)
     best = float("inf")
     for _ in range(repeats):
         _sync(device)
@@ -97,74 +108,106 @@ def _layout(sizes: SpeedSizes):
     return vocab, SingleStepLayout(vocab, sizes.tokens_per_frame, 13, sizes.history)
 
 
+#: the static decoder's variants a GPU run times beside its defaults (row "static"), as
+#: `decoder_settings` keywords: the path the H200 measured (sdpa, fp32 weights cast under autocast, not
+#: compiled), then one change at a time, then the other compiled step attentions. `compiled` rows need
+#: `compile_step` (each compile is tens of seconds); bf16 copies apply under bf16 autocast only.
+DECODE_VARIANTS: dict[str, dict[str, Any]] = {
+    "static_plain": {"attention": "sdpa", "compiled": False, "bf16_weights": False},
+    "static_bf16_weights": {"attention": "sdpa", "compiled": False, "bf16_weights": True},
+    "static_flex": {"attention": "flex", "compiled": False, "bf16_weights": True},
+    "static_compiled_sdpa": {"attention": "sdpa", "compiled": True, "bf16_weights": True},
+    "static_compiled_matmul": {"attention": "matmul", "compiled": True, "bf16_weights": True},
+}
+
+
 def decoding(device, precision, sizes: SpeedSizes, copy_rate: float, compile_step: bool = True,
-             variants: bool | None = None) -> dict[str, Any]:
-    """Tokens/s of the eager and static engines at `decode_batch`, and each one's share of the floor;
-    `variants` (default: on a GPU) the static variants too, and `compile_step` the compiled ones (tens
-    of seconds to build)."""
+             variants: bool | list[str] | None = None) -> dict[str, Any]:
+    """Prefill milliseconds and decode tokens/s of the eager and static engines at `decode_batch` (GRPO
+    groups of `group` rows sharing a prompt), decode as a share of the memory floor; `variants` (default:
+    on a GPU, all of `DECODE_VARIANTS`; or a list of their names) the static variants too, and
+    `compile_step` the compiled ones (tens of seconds to build)."""
     import torch
 
-    from rlvr_envs.video.static_decoder import decoder_settings
+    from rlvr_envs.video.static_decoder import decoder_for, decoder_settings, settings_for
     from rlvr_envs.video.world_model import build_world_model, generate_responses
 
     vocab, layout = _layout(sizes)
     length = layout.prompt_len + layout.response_len
     model = build_world_model(vocab, length, sizes.preset).eval().to(device)
     rng = np.random.default_rng(0)
-    prompts = np.stack([layout.prompt(rng.integers(0, vocab.frame_codes, (sizes.history, sizes.tokens_per_frame)),
-                                      vocab.action_tokens(rng.integers(0, 256, (sizes.history, 13))))
-                        for _ in range(sizes.decode_batch)])
+    distinct = np.stack([layout.prompt(rng.integers(0, vocab.frame_codes, (sizes.history, sizes.tokens_per_frame)),
+                                       vocab.action_tokens(rng.integers(0, 256, (sizes.history, 13))))
+                         for _ in range(-(-sizes.decode_batch // sizes.group))])
+    prompts = np.repeat(distinct, sizes.group, axis=0)[:sizes.decode_batch]
     config = model.config
     head_dim = config.hidden_size // config.num_attention_heads
+    # what a decode step must read: the filled KV cache (bf16; on average over the response, the prompt and
+    # half the response) and the bf16 weights once (not the embedding: a step reads one row of it)
+    filled = layout.prompt_len + (layout.response_len + 1) / 2
     cache_bytes = 2 * config.num_hidden_layers * sizes.decode_batch * config.num_key_value_heads * head_dim * \
-        length * 2  # keys and values, bf16, every position
+        filled * 2
     weight_bytes = 2 * sum(p.numel() for p in model.parameters()) - 2 * model.model.embed_tokens.weight.numel()
     floor = (cache_bytes + weight_bytes) / copy_rate
     generated = sizes.decode_batch * layout.response_len
+    steps = layout.response_len - 1  # the first response token is drawn from the prefill's logits
     out: dict[str, Any] = {"preset": sizes.preset, "parameters": sum(p.numel() for p in model.parameters()),
-                           "batch": sizes.decode_batch, "prompt_tokens": layout.prompt_len,
-                           "generated_per_sample": layout.response_len, "floor_bytes_per_step": cache_bytes + weight_bytes,
-                           "floor_seconds_per_step": floor, "engines": {}}
-    # (row, engine, decoder settings, bf16 weights): a graph's step attends over the whole cache; on a GPU
-    # its variants are timed too (without a graph the step reads the filled positions only, and they do
-    # not apply). Under bf16 autocast every step casts the fp32 weights again; the last rows run on the
-    # model converted to bf16, to measure what that costs (the trainers keep fp32 weights for the optimizer).
-    # One compiled row (its warm-up is tens of seconds): all three changes together
-    engines = [("eager", "eager", {}, False), ("static", "static", {}, False)]
+                           "batch": sizes.decode_batch, "group": sizes.group, "prompt_tokens": layout.prompt_len,
+                           "generated_per_sample": layout.response_len,
+                           "floor_bytes_per_step": cache_bytes + weight_bytes, "floor_seconds_per_step": floor,
+                           "engines": {}}
     if variants is None:
         variants = device.type == "cuda"
-    if variants:
-        engines += [("static_matmul", "static", {"attention": "matmul"}, False)]
-        bf16 = precision.bf16
-        if bf16:
-            engines += [("static_bf16_weights", "static", {}, True)]
-        if compile_step:
-            engines += [("static_compiled_matmul" + ("_bf16_weights" if bf16 else ""), "static",
-                         {"attention": "matmul", "compiled": True}, bf16)]
+    names = list(DECODE_VARIANTS) if variants is True else list(variants or [])
+    # the "static" row is the defaults, compiled only where compiling is allowed
+    rows = [("eager", "eager", {}), ("static", "static", {} if compile_step else {"compiled": False})] + [
+        (name, "static", DECODE_VARIANTS[name]) for name in names
+        if compile_step or not DECODE_VARIANTS[name]["compiled"]]
+    tokens = torch.as_tensor(prompts).to(device)
     greedy = {}
-    for row, engine, settings, bf16_weights in engines:
-        if bf16_weights and next(model.parameters()).dtype != torch.bfloat16:
-            model = model.to(torch.bfloat16)  # in place: the rows after this one run on bf16 weights too
-
-        def run(engine=engine, model=model):
+    for row, engine, settings in rows:
+        def run(temperature=1.0, top_k=100, engine=engine):
             with precision.autocast():
-                generate_responses(model, prompts, layout, temperature=1.0, top_k=100, seed=0, engine=engine)
+                return generate_responses(model, prompts, layout, temperature=temperature, top_k=top_k, seed=0,
+                                          engine=engine)
+
+        def prefill(engine=engine):
+            with precision.autocast(), torch.no_grad():
+                if engine == "eager":
+                    model(input_ids=tokens, use_cache=True)
+                else:
+                    decoder_for(model, len(tokens), length).prefill(tokens)
         try:
             with decoder_settings(**settings):
-                seconds = _timed(device, run, repeats=sizes.decode_repeats)  # the warm-up compiles and captures
+                first: list[float] = []
+                seconds = _timed(device, run, repeats=sizes.decode_repeats, first=first)  # compiles and captures
+                prefill_seconds = _timed(device, prefill, repeats=sizes.decode_repeats)
+                greedy[row] = run(temperature=0.0, top_k=None)
                 with precision.autocast():
-                    greedy[row] = generate_responses(model, prompts[:2], layout, temperature=0.0, engine=engine)
+                    fallback = None if engine == "eager" else decoder_for(model, len(tokens), length).fallback
+            if fallback and row != "static":  # the row timed the plain step, not its own
+                raise RuntimeError(f"fell back to the plain step: {fallback}")
         except Exception as exc:  # a variant that fails is reported, the others still timed
             if row in ("eager", "static"):
                 raise
             out["engines"][row] = {"error": f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}"[:300]}
             continue
-        out["engines"][row] = {"seconds": seconds, "tokens_per_second": generated / seconds,
-                               "seconds_per_step": seconds / layout.response_len,
-                               "share_of_memory_floor": floor / (seconds / layout.response_len),
+        decode_seconds = max(seconds - prefill_seconds, 1e-9)
+        if engine == "static":  # what the decoder ran: its defaults, or the plain step it fell back to
+            with decoder_settings(**settings):
+                settings = settings_for(device.type == "cuda")
+            if fallback:
+                settings = {"attention": "sdpa", "compiled": False, "bf16_weights": False}
+        out["engines"][row] = {"settings": settings, **({"fallback": fallback} if fallback else {}),
+                               "seconds": seconds, "tokens_per_second": generated / seconds,
+                               "prefill_ms": prefill_seconds * 1e3, "first_call_seconds": first[0],
+                               "decode_tokens_per_second": sizes.decode_batch * steps / decode_seconds,
+                               "seconds_per_step": decode_seconds / steps,
+                               "share_of_memory_floor": floor / (decode_seconds / steps),
                                "greedy_tokens_equal_eager": float((greedy[row] == greedy["eager"]).mean())}
-    out["greedy_tokens_equal"] = out["engines"]["static"]["greedy_tokens_equal_eager"]  # bf16 rounding may differ
-    out["speedup"] = out["engines"]["eager"]["seconds"] / out["engines"]["static"]["seconds"]
+    static = out["engines"]["static"]
+    out["greedy_tokens_equal"] = static["greedy_tokens_equal_eager"]  # bf16 rounding may differ
+    out["speedup"] = out["engines"]["eager"]["seconds"] / static["seconds"]
     return out
 
 
@@ -232,10 +275,11 @@ def _train_mode(device, run, vocab, sizes: SpeedSizes, windows, counts, length: 
             "mfu": tokens_per_second * cost.train_flops_per_token / matmul_flops}, cost
 
 
-def measure(device, precision, sizes: SpeedSizes, compile_too: bool) -> dict[str, Any]:
+def measure(device, precision, sizes: SpeedSizes, compile_too: bool,
+            variants: bool | list[str] | None = None) -> dict[str, Any]:
     limits = ceilings(device, sizes)
     return {"ceilings": limits, "sizes": asdict(sizes), "precision": precision.describe(),
-            "decoding": decoding(device, precision, sizes, limits["copy_bytes_per_second"], compile_too),
+            "decoding": decoding(device, precision, sizes, limits["copy_bytes_per_second"], compile_too, variants),
             "training": training(device, precision, sizes, limits["matmul_flops"], compile_too)}
 
 
@@ -244,18 +288,32 @@ def markdown(result: dict[str, Any]) -> list[str]:
     lines = [f"Ceilings measured in the same run: bf16 matmul ({limits['matmul_size']}^3) "
              f"**{limits['matmul_flops'] / 1e12:.1f} TFLOP/s**, device copy **{limits['copy_bytes_per_second'] / 1e9:.0f} "
              f"GB/s** (read + written); {result['precision']}.", "",
-             f"Decoding, preset {dec['preset']} ({dec['parameters'] / 1e6:.1f}M), batch {dec['batch']}, prompt "
-             f"{dec['prompt_tokens']} tokens, {dec['generated_per_sample']} generated per sample; memory floor "
-             f"{dec['floor_bytes_per_step'] / 1e9:.2f} GB per step = {dec['floor_seconds_per_step'] * 1e3:.2f} ms:", "",
-             "| engine | tokens/s | ms per step | share of memory floor |", "|---|---:|---:|---:|"]
+             f"Decoding, preset {dec['preset']} ({dec['parameters'] / 1e6:.1f}M), batch {dec['batch']} "
+             f"({dec['batch'] // dec.get('group', 1)} prompts x {dec.get('group', 1)}), prompt {dec['prompt_tokens']} "
+             f"tokens, {dec['generated_per_sample']} generated per sample; prefill timed apart; decode memory floor "
+             f"(filled KV cache + bf16 weights, read once a step) {dec['floor_bytes_per_step'] / 1e9:.2f} GB per "
+             f"step = "
+             f"{dec['floor_seconds_per_step'] * 1e3:.2f} ms:", "",
+             "| engine | prefill ms | decode tokens/s | ms per decode step | share of memory floor | "
+             "end to end tokens/s | first call s | greedy = eager |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for engine, row in dec["engines"].items():
         if "error" in row:
-            lines.append(f"| {engine} | failed: `{row['error']}` | | |")
+            lines.append(f"| {engine} | failed: `{row['error']}` | | | | | | |")
             continue
-        lines.append(f"| {engine} | {row['tokens_per_second']:,.0f} | {row['seconds_per_step'] * 1e3:.2f} | "
-                     f"{row['share_of_memory_floor']:.1%} |")
-    lines += ["", f"static / eager: **{dec['speedup']:.2f}x**; greedy tokens equal in {dec['greedy_tokens_equal']:.1%} "
-              "of positions (2 prompts).", "",
+        name = f"{engine} (fell back to the plain step: `{row['fallback']}`)" if row.get("fallback") else engine
+        lines.append(f"| {name} | {row.get('prefill_ms', float('nan')):.1f} | "
+                     f"{row.get('decode_tokens_per_second', float('nan')):,.0f} | "
+                     f"{row['seconds_per_step'] * 1e3:.2f} | "
+                     f"{row['share_of_memory_floor']:.1%} | {row['tokens_per_second']:,.0f} | "
+                     f"{row.get('first_call_seconds', float('nan')):.1f} | "
+                     f"{row.get('greedy_tokens_equal_eager', float('nan')):.1%} |")
+    static = (f"static / eager: **{dec['speedup']:.2f}x** end to end; greedy tokens equal in "
+              f"{dec['greedy_tokens_equal']:.1%} of positions. ")
+    defaults = dec["engines"].get("static", {}).get("settings")
+    if defaults:
+        static += "The static row is the decoder's defaults: " + ", ".join(
+            f"{k}={v}" for k, v in defaults.items()) + "."
+    lines += ["", static, "",
               f"Training (`training_step`), preset {train['preset']} ({train['parameters'] / 1e6:.1f}M), "
               f"{train['batch']} windows of {train['tokens_per_window']} tokens a step, "
               f"{train['train_flops_per_token'] / 1e9:.2f} GFLOP per token:", "",
@@ -285,6 +343,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--preset", help="world-model preset (default paper; a CPU wants small)")
     parser.add_argument("--decode-batch", type=int, help="sequences decoded at once (default 64)")
     parser.add_argument("--train-batch", type=int, help="windows per training step (default 32)")
+    parser.add_argument("--variants", nargs="*", choices=list(DECODE_VARIANTS),
+                        help="the static decoder's variants timed beside its defaults (default: all on a GPU, "
+                             "none on a CPU; give none to time the defaults only)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=str(RESULTS), help="writes OUT.json and OUT.md")
     args = parser.parse_args(argv)
@@ -295,7 +356,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     sizes = replace(sizes, **{k: v for k, v in chosen.items() if v is not None})
     if sizes.preset not in PRESETS or min(sizes.decode_batch, sizes.train_batch) < 1:
         parser.error(f"--preset must be one of {', '.join(PRESETS)} and the batches >= 1")
-    result = measure(precision.device, precision, sizes, not args.no_compile)
+    result = measure(precision.device, precision, sizes, not args.no_compile, args.variants)
     result["run"] = record.finish()
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -18,6 +18,7 @@ import torch
 
 from rlvr_envs.core.device import generator_for
 from rlvr_envs.video.layout import MultiStepLayout, SingleStepLayout, VideoVocabulary
+from rlvr_envs.video.static_decoder import Sampling, decoder_for
 
 #: LLaMA sizes (hidden, layers, heads, MLP width), CPU scale up to iVideoGPT's (paper: 12 layers,
 #: hidden 768); their parameters, FLOPs and memory: `rlvr_envs.core.sizing`, table in docs/scale_out.md
@@ -71,18 +72,6 @@ def check_world_model_config(config: Any, vocab: VideoVocabulary,
                          f"{needed} (prompt {layout.prompt_len} + response {layout.response_len})")
 
 
-def _sample(logits: torch.Tensor, frame_codes: int, temperature: float, top_k: int | None,
-            generator: torch.Generator | None) -> torch.Tensor:
-    logits = logits[:, :frame_codes].float()
-    if temperature <= 0:
-        return logits.argmax(dim=-1)
-    logits = logits / temperature
-    if top_k is not None and top_k < frame_codes:
-        kth = torch.topk(logits, top_k, dim=-1).values[:, -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    return torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator).squeeze(1)
-
-
 def _cache_argument(model) -> str:
     """transformers 5 names the KV cache `cache`; earlier versions `past_key_values`."""
     import inspect
@@ -109,10 +98,11 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
     each frame. `engine`: "static" decodes over a preallocated KV cache, one CUDA graph replay
     per token on a GPU, each distinct prompt prefilled once (`rlvr_envs.video.static_decoder`);
     "eager" runs a Hugging Face forward per token; "auto" is static on CUDA, eager on CPU
-    (where there are no graphs to replay: benchmarks/results/world_model_speed.md times both). Both draw the same
-    random numbers, so greedy responses agree. `use_cache=False` recomputes the whole sequence
-    every step (benchmarks only). Everything stays on the model's device until the finished
-    batch is copied back once; run it inside `Precision.autocast()` for bf16.
+    (where there are no graphs to replay: benchmarks/results/world_model_speed.md times both). Both draw the
+    same random numbers (`Sampling`, the static engine inside its graph), so greedy and seeded responses
+    agree in fp32. `use_cache=False` recomputes the whole sequence every step (benchmarks only). Everything
+    stays on the model's device until the finished batch is copied back once; run it inside
+    `Precision.autocast()` for bf16.
     """
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -124,29 +114,30 @@ def generate_responses(model, prompts: np.ndarray | torch.Tensor, layout: Single
     device = next(model.parameters()).device
     actions = None if future_action_tokens is None else torch.as_tensor(
         np.asarray(future_action_tokens), dtype=torch.long).reshape(batch, -1).to(device)
-    generator = generator_for(device, seed)  # sampling draws on the model's device: no per-token host sync
+    sampling = Sampling(layout.vocab.frame_codes, temperature, top_k)  # frame positions draw frame codes only
     prompts = prompts.to(device)
     if use_cache and (engine == "static" or (engine == "auto" and device.type == "cuda")):
-        from rlvr_envs.video.static_decoder import decoder_for
-
         decoder = decoder_for(model, batch, prompts.shape[1] + layout.response_len)
-        return _decode(decoder.step, prompts, layout, actions, forced, decoder.prefill(prompts), temperature,
-                       top_k, generator)
+        generator = decoder.seeded(seed)  # a graph draws on the decoder's own generator
+        logits = decoder.prefill(prompts)
+        return _decode(lambda step, sample: decoder.step(step, sampling if sample else None), prompts, layout,
+                       actions, forced, None if forced[0] else sampling(logits, generator))
+    generator = generator_for(device, seed)  # sampling draws on the model's device: no per-token host sync
     out = model(input_ids=prompts, use_cache=use_cache)
     cache = {"past": _kv_cache(out)}
 
-    def feed(step: torch.Tensor) -> torch.Tensor:  # the eager forward of the tokens just chosen
+    def feed(step: torch.Tensor, sample: bool) -> torch.Tensor | None:  # the eager forward of the tokens just chosen
         if use_cache:
             out = model(input_ids=step, use_cache=True, **{_cache_argument(model): cache["past"]})
             cache["past"] = _kv_cache(out)
         else:
             cache["sequence"] = torch.cat([cache.get("sequence", prompts), step], dim=1)
             out = model(input_ids=cache["sequence"], use_cache=False)
-        return out.logits[:, -1]
+        return sampling(out.logits[:, -1], generator) if sample else None
 
     with decode_threads(batch if use_cache and device.type == "cpu" else None):
-        return _decode(feed, prompts, layout, actions, forced, out.logits[:, -1], temperature, top_k, generator,
-                       chunked=True)
+        first = None if forced[0] else sampling(out.logits[:, -1], generator)
+        return _decode(feed, prompts, layout, actions, forced, first, chunked=True)
 
 
 #: `generate_responses`'s decode paths
@@ -174,15 +165,16 @@ def decode_threads(batch: int | None):
         torch.set_num_threads(previous)
 
 
-def _decode(feed, prompts, layout, actions, forced, logits, temperature, top_k, generator,
-            chunked: bool = False) -> np.ndarray:
+def _decode(feed, prompts, layout, actions, forced, first, chunked: bool = False) -> np.ndarray:
     """The response positions after the prompt's forward: sampled frame codes, forced actions.
-    `feed(tokens [B, n])` runs the chosen tokens through the model and returns the next logits;
-    `chunked` feeds a run of forced action tokens in one call, else one token at a time (the
-    static decoder's fixed-shape step)."""
-    batch, device = prompts.shape[0], logits.device
+    `first` is the token drawn from the prompt's last logits (None when the first position is
+    forced); `feed(tokens [B, n], sample)` runs the chosen tokens through the model and returns
+    the next token drawn from its logits when `sample` (the next position is a frame code's),
+    else None (no draw: both engines consume the same random numbers). `chunked` feeds a run of
+    forced action tokens in one call, else one token at a time (the static decoder's fixed-shape step)."""
+    batch, device = prompts.shape[0], prompts.device
     response = torch.empty((batch, layout.response_len), dtype=torch.long, device=device)
-    position, action_used = 0, 0
+    position, action_used, drawn = 0, 0, first
     while position < layout.response_len:
         if forced[position]:
             end = position + 1
@@ -192,12 +184,12 @@ def _decode(feed, prompts, layout, actions, forced, logits, temperature, top_k, 
             action_used += end - position
         else:
             end = position + 1
-            step = _sample(logits, layout.vocab.frame_codes, temperature, top_k, generator).unsqueeze(1)
+            step = drawn.unsqueeze(1)
         response[:, position:end] = step
         position = end
         if position == layout.response_len:
             break
-        logits = feed(step)
+        drawn = feed(step, not forced[position])
     return response.cpu().numpy()
 
 
