@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from benchmarks import sections as fmt
 
 ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
 TOP_K = 100  #: as the trainers' held-out evaluation (trainers.grpo_video.EVAL_TOP_K)
@@ -175,6 +176,28 @@ def main(argv: list[str] | None = None) -> int:
     plot(report, out.with_suffix(".png"))
     print(markdown(report))
     return 0
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    d = files[0]
+    names = list(d["models"])
+    points = list(d["models"][names[0]]["curve"])
+    rows = [[n, *(f"{d['models'][m]['curve'][n]['mae']:.5f} ± {d['models'][m]['curve'][n]['mae_stderr']:.5f}"
+                  for m in names)] for n in points]
+    return (f"**Best-of-N test-time scaling** (`{d['command']}`, {fmt.shown(d['_file'])} and `.png`; {d['machine']}, "
+            f"{d['date']}): {d['transitions']} held-out single-step transitions, {d['max_n']} samples per transition "
+            f"and model; per transition the sample with the best verified reward among the first N is kept "
+            f"(**oracle selection**: it reads the true frame, so it bounds what reranking could buy). Held-out MAE "
+            f"(mean ± standard error):\n\n"
+            + fmt.table(["N", *names], ["---:", *(["---:"] * len(names))], rows)
+            + ("\n\n" + " ".join(d["matches"]) if d.get("matches") else ""))
+
+
+SECTIONS = (
+    fmt.Section("Best-of-N test-time scaling", ("best_of_n_scaling.json",),
+            "python -m benchmarks.best_of_n_scaling --out benchmarks/results/best_of_n_scaling.json", section),
+)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from rlvr_envs.core.records import RunRecord, note
+from benchmarks import sections as fmt
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
@@ -299,6 +300,23 @@ def main(argv: list[str] | None = None) -> int:
     out.with_suffix(".md").write_text(markdown(result))
     print(markdown(result))
     return 0 if result["counts"]["refused"] == len(rows) else 1
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    """Issue 33's table of bad command-line values: each refused in one line, none accepted."""
+    d = files[0]
+    n = d["counts"]
+    return (f"**Bad command-line values** (`{d['command']}`, {fmt.shown(d['_file'])}; {d['note']}): {n['cases']} bad "
+            f"values given to `rlvr-world` commands and trainers: {n['refused']} refused with exit 2 before any work "
+            f"(argparse's usage block, then one error line), {n.get('extra_output', 'uncounted')} with other lines on "
+            f"stderr, {n['tracebacks']} tracebacks, {n['accepted']} accepted. Each case and its one-line message: "
+            f"`{Path(d['_file']).with_suffix('.md').as_posix()}`.")
+
+
+SECTIONS = (
+    fmt.Section("Bad command-line values", ("cli_inputs.json",), "python -m benchmarks.cli_inputs", section),
+)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import torch
 
 from rlvr_envs.video.compressed_tokenizer import CLIP_METRICS as KEYS
 from rlvr_envs.video.compressed_tokenizer import PSNR_CAP, evaluate_clips, heldout_clips
+from benchmarks import sections as fmt
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -136,6 +137,27 @@ def main(argv: list[str] | None = None) -> dict:
     out.with_suffix(".md").write_text(text)
     print(text)
     return result
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    d = files[0]
+    e = d["eval"]
+    compressed, per_frame, copy = (e["compressed"]["future_frames"], e["per_frame"]["future_frames"],
+                                   e["copy_context_pixels"]["future_frames"])
+    tokens = e["tokens_per_clip"]
+    return (f"**Compressed multi-step tokenizer** (`{d['command']}`, {fmt.shown(d['_file'])}; {d['machine']}): on "
+            f"{e['clips']} held-out clips of {e['frames_per_clip']} frames (frame skip {d['frame_skip']}), the later "
+            f"frames decode at PSNR {compressed['psnr']:.2f} / MAE {compressed['mae']:.5f} from "
+            f"{tokens['compressed']} tokens per clip, against {per_frame['psnr']:.2f} / {per_frame['mae']:.5f} for "
+            f"the per-frame tokenizer's {tokens['per_frame']} and {copy['psnr']:.2f} / {copy['mae']:.5f} for "
+            f"copying the real context frame (no tokens).")
+
+
+SECTIONS = (
+    fmt.Section("Compressed multi-step tokenizer", ("compressed_tokenizer.json",),
+            "python -m benchmarks.compressed_tokenizer", section),
+)
 
 
 if __name__ == "__main__":

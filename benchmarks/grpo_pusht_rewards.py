@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from trainers.demo import DEFAULT_POSE_WEIGHTS, OBJECT_COLUMNS, REWARDS, SIGNIFICANT_P, reward_kwargs, reward_text
+from benchmarks import sections as fmt
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STEM = "grpo_pusht_rewards"
@@ -259,6 +260,29 @@ def plot(report: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    """benchmarks.grpo_pusht_rewards renders its own tables; this adds each run's command, file and
+    picture (the reward comparison first, then the variants: other weights or steps)."""
+    from benchmarks.grpo_pusht_rewards import render
+
+    parts = []
+    for d in files:
+        body = render(d).split("\n", 4)[4]  # its heading and command line are said here
+        rewards = " and ".join(f"`{' '.join(r['env_kwargs'])}`" for r in d["rewards"].values())
+        parts.append(f"**GRPO on {rewards}, {d['grpo_steps']} steps** (`{d['command']}`, {fmt.shown(d['_file'])}; "
+                     f"{fmt.machine(d)}): {body.strip()}\n\n"
+                     f"![MAE against the agent's error per model](../{fmt.SHOWN}/{Path(d['_file']).with_suffix('.png')})")
+    return "\n\n".join(parts)
+
+
+SECTIONS = (
+    fmt.Section("GRPO reward: pixels and objects", ("grpo_pusht_rewards*.json",),
+            "python -m benchmarks.grpo_pusht_rewards --rewards pose mae --seeds 0 1 2", section, pattern=True,
+            shown="grpo_pusht_rewards*.json"),
+)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ import random
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+import re
+from benchmarks import sections as fmt
 
 KINDS = ("click", "type", "search", "hover", "scroll", "go_back")
 #: the action kinds the issue asks to be determined (>= GOAL of their gold lines)
@@ -202,6 +204,36 @@ def main(argv: list[str] | None = None) -> int:
     write(out, result)
     print(out.with_suffix(".md").read_text())
     return 0
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    """Issue 34's audit: per action kind, the share of gold lines every re-run reproduces (the
+    site's rules decide them), beside the same audit of the MiniWeb before one site per seed."""
+    d = files[0]
+    before = next((f for f in files[1:] if f["_file"].endswith("_before.json")), None)
+    rows = []
+    for kind, k in d["kinds"].items():
+        was = before["kinds"].get(kind, {}).get("determined") if before else None
+        rows.append([kind, str(k["transitions"]), f"{k['gold_lines']:,}", f"{k['determined']:.3f}",
+                     "-" if was is None else f"{was:.3f}", f"{k['in_prompt']:.3f}",
+                     "" if "search_by_rule" not in k else f"{k['search_by_rule']:.3f}"])
+    return (f"**MiniWeb predictability** (`{d['command']}`, {fmt.shown(d['_file'])}; {d['machine']}, {d['date']}): "
+            f"{d['transitions']} held-out transitions of `RLVRWorld/MiniWeb-v0`, each step re-run {d['reruns']} times "
+            "with other random generators; *determined* is the share of gold lines every re-run reproduces, "
+            "*in the prompt* the share whose item name the prompt holds (the rest are the seed's fixed site).\n\n"
+            + fmt.table(["action kind", "transitions", "gold lines", "determined", "before one site", "in the prompt",
+                      "search by its rule"], ["---", "---:", "---:", "---:", "---:", "---:", "---:"], rows)
+            + f"\n\nThe goal (>= {d['goal']:.0%} determined on the deterministic kinds) is "
+            f"**{'met' if d['goal_met'] else 'not met'}**.")
+
+
+SECTIONS = (
+    fmt.Section("MiniWeb as one site: predictability audit", ("miniweb_predictability.json",),
+            "python -m benchmarks.miniweb_predictability --transitions 2000 --out "
+            "benchmarks/results/miniweb_predictability", section,
+            optional=("miniweb_predictability_before.json",)),
+)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from functools import partial
+from benchmarks import sections as fmt
+from benchmarks import goals
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pusht_planning"
 
@@ -132,6 +135,98 @@ def main(argv=None) -> int:
     add_arguments(parser)
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+PLANNERS = {"base": "CEM, MLE base world model", "rlvr": "CEM, RLVR world model", "random": "random actions",
+            "true_sim": "CEM, true simulator", "blind": "CEM, random costs (no model)"}
+
+
+OBJECTIVES = {"pixels": "squared pixel distance of the predicted final frame to the goal image",
+              "tokenizer": "distance of the frame tokenizer's latents of the predicted final frame and the goal image",
+              "pose": "distance of the agent and block poses the frame judge reads in the predicted final frame and "
+                      "the goal image"}
+
+
+def section(files: list[dict], heading: str = "PushT CEM planning") -> str:
+    d = files[0]
+    cem, mpc = d.get("cem", {}), d.get("mpc", {})
+    budget = (f"horizon {cem['horizon']}, {cem['samples']} samples, top {cem['top_k']}, {cem['iterations']} "
+              f"iterations" if isinstance(cem, dict) and "horizon" in cem else str(cem))
+    if mpc.get("rounds"):
+        budget += f", {mpc['rounds']} plans per episode"
+    command = fmt.commands(d, "benchmarks.pusht_planning")
+    from rlvr_envs.planning.command import run_objective
+
+    objective = OBJECTIVES.get(run_objective(d), run_objective(d))
+    text = (f"**{heading}** ({command}; {fmt.shown(d['_file'])}; {d.get('machine', '')}): {budget}; CEM objective: "
+            f"{objective}; success: {d.get('success', 'see the results file')}.\n\n")
+    rows = []
+    for name, s in d["summary"].items():
+        low, high = s["ci95"]
+        rows.append([PLANNERS.get(name, name), str(s["episodes"]), str(s["successes"]), f"{s['success_rate']:.2f}",
+                     f"[{low:.2f}, {high:.2f}]", f"{s['seconds_per_episode']:.1f}"])
+    table = fmt.table(["planner", "episodes", "successes", "success rate", "95% CI (Wilson)", "s/episode"],
+                   ["---", "---:", "---:", "---:", "---", "---:"], rows)
+    summary = d["summary"]
+    if {"base", "rlvr", "true_sim"} <= set(summary):
+        base, rlvr, true = (summary[k]["success_rate"] for k in ("base", "rlvr", "true_sim"))
+        share = f"{rlvr / true:.0%}" if true else "n/a"
+        met = rlvr >= base and true > 0 and rlvr >= goals.GOAL_PLANNING_SHARE * true
+        table += (f"\n\nThe issue's goal (the RLVR model at least matches the base and reaches 80% of the "
+                  f"true simulator's success) is {'met' if met else '**not met**'}: RLVR {rlvr:.2f} vs base "
+                  f"{base:.2f}, {share} of the true simulator's {true:.2f}.")
+    return text + table
+
+
+def _table_section(title: str, stem: str, runs: str, heading: str | None = None) -> fmt.Section:
+    """A PushT planning table joined by `benchmarks.pusht_planning --merge RUNS --out` its folder."""
+    return fmt.Section(title, (f"{stem}/results.json",),
+                   f"python -m benchmarks.pusht_planning --merge {runs} --out benchmarks/results/{stem}",
+                   partial(section, heading=heading or title))
+
+
+SECTIONS = (
+    fmt.Section("PushT CEM planning", ("pusht_planning/results.json",), "python -m benchmarks.pusht_planning ...",
+            section),
+    _table_section("PushT CEM planning with the longer-trained models", "pusht_planning_longer",
+                      "runs/plan/long2 runs/plan/long2_rlvr_beta04 benchmarks/results/pusht_planning:true_sim,random",
+                      "PushT CEM planning with the longer-trained world models"),
+    _table_section("PushT CEM planning after GRPO on the model's own rollouts", "pusht_planning_rollout_grpo",
+                      "runs/plan/long2 runs/plan/long2_rollout_round2 "
+                      "benchmarks/results/pusht_planning_longer:true_sim,random"),
+    _table_section("PushT CEM planning after a third round of GRPO on the model's own rollouts",
+                      "pusht_planning_rollout_grpo_round3",
+                      "runs/plan/long2 runs/plan/long2_rollout_round3 "
+                      "benchmarks/results/pusht_planning_longer:true_sim,random"),
+    _table_section("PushT CEM planning after rollout GRPO, retrained", "pusht_planning_rollout_grpo_retrained",
+                      "runs/plan/long2 runs/plan/long2_rollout_round2 "
+                      "benchmarks/results/pusht_planning_longer:true_sim,random",
+                      "PushT CEM planning after two rounds of GRPO on the model's own rollouts, base and RLVR "
+                      "retrained"),
+    _table_section("PushT CEM planning after rollout GRPO with the agent's error weighted 3x",
+                      "pusht_planning_rollout_grpo_agent3",
+                      "runs/plan/long2 runs/plan/long2_rollout_agent3_round2 "
+                      "benchmarks/results/pusht_planning_longer:true_sim,random",
+                      "PushT CEM planning after two rounds of rollout GRPO with the agent's error weighted 3x "
+                      "(base and RLVR retrained)"),
+    _table_section("PushT CEM planning after MLE on CEM-like episodes", "pusht_planning_cem_data",
+                      "runs/plan/cem_base runs/plan/cem_rollout_r2 "
+                      "benchmarks/results/pusht_planning_longer:true_sim,random",
+                      "PushT CEM planning after 4000 more MLE steps on data with CEM-like episodes, and two rounds "
+                      "of rollout GRPO from there"),
+    _table_section("PushT CEM planning with the blurred-pixels objective", "pusht_planning_blurred_pixels",
+                      "runs/plan/blur_base runs/plan/blur_rlvr runs/plan/blur_baselines",
+                      "PushT CEM planning with the blurred-pixels objective (the shipped MLE12k and rollout-RLVR "
+                      "models)"),
+    _table_section("PushT CEM planning against the blind-CEM floor", "pusht_planning_blind_floor",
+                      "benchmarks/results/pusht_planning_rollout_grpo_retrained:base,rlvr,true_sim,random "
+                      "runs/plan/blind",
+                      "PushT CEM planning against CEM with random costs (the models of the retrained table)"),
+    _table_section("PushT CEM planning with the pose objective", "pusht_planning_pose_objective",
+                      "runs/plan/pose_long2 runs/plan/pose_long2_rlvr_beta04 runs/plan/pose_true_sim "
+                      "runs/plan/pose_random"),
+)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from rlvr_envs.video.pusht.physics import SUCCESS_COVERAGE
+from benchmarks import sections as fmt
+from benchmarks import goals
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BARS = (0.5, 0.7, 0.8, 0.85, 0.9, SUCCESS_COVERAGE)  #: success bars reported; gym-pusht's own is the last
@@ -145,6 +147,50 @@ def write(report: dict, out: Path) -> None:
         "| bar | env successes | judge successes | both | precision | recall |\n|---|---|---|---|---|---|\n"
         + "".join(f"| {b['bar']} | {b['env_successes']} | {b['judge_successes']} | {b['both']} | "
                   f"{_fraction(b['precision'])} | {_fraction(b['recall'])} |\n" for b in s["success"]))
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def _judge_holds(summary: dict) -> list[dict]:
+    """The coverage bars at which the judge's success has both precision and recall at the goal."""
+    return [b for b in summary["success"] if not fmt.nan(b["precision"]) and not fmt.nan(b["recall"])
+            and min(b["precision"], b["recall"]) >= goals.GOAL_JUDGE_PRECISION_RECALL]
+
+
+def bars(bars: list[dict]) -> str:
+    return ", ".join(f"{b['bar']:g}" for b in bars) or "no bar"
+
+
+def section(files: list[dict]) -> str:
+    d = files[0]
+    s = d["summary"]
+    resolution = d.get("resolution")
+    env = next(b for b in s["success"] if b["bar"] == s["env_bar"])
+    holds = _judge_holds(s)
+    summarized = f", summary by `{d['summarized_by'].strip()}`" if d.get("summarized_by") else ""
+    reliable = "reliable" if env in holds else "**not** reliable"
+    text = (f"**PushT success judge** (`{d['command'].strip()}`{summarized}, {fmt.shown(d['_file'])}; {d['machine']}, "
+            f"{d['time']}): on {s['frames']:,} held-out real frames"
+            f"{f' at {resolution}x{resolution}' if resolution else ''}, the frame judge finds the block in "
+            f"{s['found']:,}; its pose error is {s['position_error_px']['median']:.2f} px median (90th percentile "
+            f"{s['position_error_px']['p90']:.2f} px) and {s['angle_error_deg']['median']:.2f} deg "
+            f"({s['angle_error_deg']['p90']:.2f} deg), its coverage error {s['coverage_mae']:.4f} on average and "
+            f"{s['near_bar_coverage_mae']:.4f} on the {s['near_bar_frames']} frames within {s['near_bar']:g} of "
+            f"gym-pusht's success bar ({s['env_bar']:g}); {s['seconds_per_frame'] * 1000:.0f} ms per frame. At the "
+            f"env's own bar the judge's success is {reliable}: precision {fmt.fraction(env['precision'])}, recall "
+            f"{fmt.fraction(env['recall'])} (it finds {env['both']} of the env's {env['env_successes']} successes and "
+            f"claims {env['judge_successes'] - env['both']} the env does not). Precision and recall are both at "
+            f"least {goals.GOAL_JUDGE_PRECISION_RECALL:.0%} at bars {bars(holds)} (env: true coverage above the bar; "
+            f"judge: judged coverage above it):\n\n")
+    rows = [[f"{b['bar']:g}", str(b["env_successes"]), str(b["judge_successes"]), str(b["both"]),
+             fmt.fraction(b["precision"]), fmt.fraction(b["recall"])] for b in s["success"]]
+    return text + fmt.table(["coverage bar", "env successes", "judge successes", "both", "judge precision",
+                          "judge recall"], ["---:"] * 6, rows)
+
+
+SECTIONS = (
+    fmt.Section("PushT success judge", ("pusht_success_judge.json",), "python -m benchmarks.pusht_success_judge",
+            section),
+)
 
 
 if __name__ == "__main__":

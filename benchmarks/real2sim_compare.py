@@ -25,6 +25,8 @@ import numpy as np
 from rlvr_envs.core.arguments import at_least
 from rlvr_envs.core.files import strict_json, write_json_atomic
 from rlvr_envs.core.records import recorded_command
+from typing import Any
+from benchmarks import sections as fmt
 
 
 def read_run(folder: Path) -> dict:
@@ -81,6 +83,67 @@ def main(argv: list[str] | None = None) -> int:
     if args.out is not None:
         write_json_atomic(args.out, strict_json(report))  # an undefined figure: null
     return 0
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def _number(x: Any, digits: int = 3) -> str:
+    return "n/a" if fmt.nan(x) else f"{x:.{digits}f}"
+
+
+_LEARNED_START = {"history": "the recorded frames and actions that led to each start",
+                  "frame": "each start frame repeated, the agent standing still"}
+
+
+_LEAD_FROM = {"end": "its end",
+              "success": "the step its block first covered the goal past the success bar (`--lead-from success`)"}
+
+
+def real2sim_summary(d: dict) -> dict:
+    """A Real2Sim run's summary with its intervals over starts (runs from before them: from their rollouts)."""
+    from rlvr_envs.policy_eval.real2sim import start_intervals
+
+    s = d["summary"]
+    return s if "pearson_interval" in s else {**start_intervals(d.get("rollouts", [])), **s}
+
+
+def section(files: list[dict]) -> str:
+    from rlvr_envs.policy_eval.real2sim import metric_text, probe_sentences
+
+    parts = []
+    for d in files:
+        s = real2sim_summary(d)
+        rows = [[p["policy"], f"{p['learned_success']:.2f}", f"{p['real_success']:.2f}", f"{p['real_env_success']:.2f}",
+                 str(p["starts"])] for p in d["policies"]]
+        model = Path(d["model"]).name if d.get("model") else Path(d["_file"]).parent.name
+        text = (f"**Real2Sim on PushT, {Path(d['_file']).parent.name} world model** ({model}; `{d['command']}`, "
+                f"{fmt.shown(d['_file'])}): {d.get('judge', '')}. The learned sim starts from "
+                f"{_LEARNED_START[d.get('start_from', 'frame')]} (the real sim: from the physics state); each start "
+                f"is `--lead` steps before a held-out episode's {_LEAD_FROM[d.get('lead_from', 'end')]}.\n\n")
+        text += fmt.table(["policy", "success in the learned sim", "in the real sim (judged)", "in the real env",
+                        "starts"], ["---", "---:", "---:", "---:", "---:"], rows) + "\n\n"
+        text += (f"Learned sim vs real (judged): Pearson {metric_text(s, 'pearson')}, MMRV {metric_text(s, 'mmrv')} "
+                 f"(in brackets the 95% range when the starts are drawn again); vs the "
+                 f"real env's own success: Pearson {_number(s['pearson_vs_env_success'])}, MMRV "
+                 f"{_number(s['mmrv_vs_env_success'])}; the judge agrees with the env on "
+                 f"{fmt.rate(s['judge_vs_env_agreement']) if not fmt.nan(s['judge_vs_env_agreement']) else 'n/a'} of real "
+                 f"rollouts.")
+        sim = [p["learned_success"] for p in d["policies"]]
+        real = [p["real_success"] for p in d["policies"]]
+        worst = min(d["policies"], key=lambda p: p["real_success"])
+        text += (f" Its success rates span {min(sim):.2f}-{max(sim):.2f} across the policies (real: "
+                 f"{min(real):.2f}-{max(real):.2f}); the weakest policy ({worst['policy']}) succeeds in "
+                 f"{fmt.rate(worst['learned_success'])} of its learned-sim rollouts and {fmt.rate(worst['real_success'])} of "
+                 f"its real ones.")
+        text += "".join(f" {sentence}" for sentence in probe_sentences(s))  # runs before a probe have none of it
+        parts.append(text)
+    return "\n\n".join(parts)
+
+
+SECTIONS = (
+    fmt.Section("Real2Sim on PushT", ("real2sim/*/results.json",),
+            "rlvr-world policy-eval --out benchmarks/results/real2sim/<model>", section, pattern=True,
+            shown="real2sim/<model>/results.json"),
+)
 
 
 if __name__ == "__main__":
