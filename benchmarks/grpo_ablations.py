@@ -193,7 +193,9 @@ def section(files: list[dict]) -> str:
 
 SECTIONS = (
     fmt.Section("GRPO ablations", ("grpo_ablations.json",),
-            "python -m benchmarks.grpo_ablations --out benchmarks/results/grpo_ablations.json", section),
+            "python -m benchmarks.grpo_ablations --out benchmarks/results/grpo_ablations.json", section,
+                finding="Group size mattered little at a fixed 32 samples a step; GRPO on any of MAE, MSE, PSNR "
+                        "or SSIM improved all four, the MAE and MSE rewards most."),
 )
 
 

@@ -322,47 +322,65 @@ def section(files: list[dict], heading: str = "Language world models") -> str:
     return text
 
 
-def _text_game_section(title: str, stem: str, arguments: str, heading: str) -> fmt.Section:
+def _text_game_section(title: str, stem: str, arguments: str, heading: str, finding: str = "") -> fmt.Section:
     """A MiniTextWorld (task reward) language-world-model results section: one file, one command."""
     return fmt.Section(title, (f"{stem}.json",),
                    "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 "
                    f"{arguments} --out benchmarks/results/{stem}.json",
-                   partial(section, heading=heading))
+                   partial(section, heading=heading), finding=finding)
 
 
 SECTIONS = (
     fmt.Section("Language world models on MiniWeb", ("web_world_models.json",),
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniWeb-v0 --models sft=DIR rlvr=DIR "
-            "--out benchmarks/results/web_world_models.json", section),
+            "--out benchmarks/results/web_world_models.json", section,
+                finding="On the first MiniWeb (procedural pages) neither model predicted changed pages; GRPO's "
+                        "reward gain was within noise."),
     fmt.Section("Text-game world models on MiniTextWorld", ("text_world_models.json",),
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-v0 --models sft=DIR "
-            "rlvr_seed0=DIR ... --out benchmarks/results/text_world_models.json", section),
+            "rlvr_seed0=DIR ... --out benchmarks/results/text_world_models.json", section,
+                finding="GRPO from the first SFT model lowered exact accuracy on changed transitions in every "
+                        "recipe tried."),
     _text_game_section("Text-game world models after longer SFT", "text_world_models_longer_sft",
-                       "--models sft_longer=DIR sft=DIR rlvr_seed0=DIR ...", "Language world models after longer SFT"),
+                       "--models sft_longer=DIR sft=DIR rlvr_seed0=DIR ...", "Language world models after longer SFT",
+                finding="Longer SFT raised accuracy on changed transitions far more than any GRPO run; GRPO from "
+                        "it stayed within seed noise."),
     _text_game_section("Text-game GRPO on filtered prompts", "text_world_models_filtered_grpo",
-                       "--models sft_longer=DIR rlvr_filtered_lr2e-5_step50_seed0=DIR ...", "GRPO on filtered prompts"),
+                       "--models sft_longer=DIR rlvr_filtered_lr2e-5_step50_seed0=DIR ...", "GRPO on filtered prompts",
+                finding="GRPO on changed prompts the model sometimes solves gained a little on changed "
+                        "transitions and lost on unchanged ones."),
     _text_game_section("Text-game GRPO on filtered changed and unchanged prompts", "text_world_models_mixed_grpo",
                        "--models sft_longer=DIR rlvr_mixed_step50_seed0=DIR ...",
-                       "GRPO on filtered changed and unchanged prompts"),
+                       "GRPO on filtered changed and unchanged prompts",
+                finding="Adding filtered unchanged prompts kept the unchanged transitions and gave up the gain on "
+                        "changed ones."),
     _text_game_section("Text-game GRPO, filtered changed prompts then both kinds", "text_world_models_two_stage_grpo",
                        "--models sft_longer=DIR rlvr_filtered_step100_seed0=DIR ... "
                        "rlvr_then_mixed_step30_seed0=DIR ...",
-                       "GRPO on filtered changed prompts, then on both kinds"),
+                       "GRPO on filtered changed prompts, then on both kinds",
+                finding="Filtered-then-mixed GRPO traded the changed-transition gain back for unchanged accuracy "
+                        "as it trained."),
     _text_game_section("Text-game world models, sampled", "text_world_models_sampled",
-                       "--samples 6 --temperature 0.7 --models sft_longer=DIR ...", "Greedy and sampled answers"),
+                       "--samples 6 --temperature 0.7 --models sft_longer=DIR ...", "Greedy and sampled answers",
+                finding="Sampled answers solve many changed transitions greedy decoding misses (pass@6 well above "
+                        "greedy): the reward has signal to learn from."),
     _text_game_section("Text-game world models that ship", "text_world_models_shipped",
                        "--models sft_longer_shipped=DIR sft_shipped=DIR",
                        "The two shipped MiniTextWorld models"),
     _text_game_section("Text-game shipped longer-SFT model, sampled", "text_world_models_shipped_sampled",
                        "--samples 6 --temperature 0.7 --models sft_longer_shipped=DIR",
-                       "Greedy and sampled answers of the shipped longer-SFT model"),
+                       "Greedy and sampled answers of the shipped longer-SFT model",
+                finding="The shipped longer-SFT model's samples solve many changed transitions its greedy answer "
+                        "misses."),
     _text_game_section("Text-game GRPO from the shipped longer-SFT model", "text_world_models_shipped_grpo160",
                        "--models sft_longer_shipped=DIR rlvr_task_step80_seed0=DIR ...",
                        "GRPO (task reward) from the shipped longer-SFT model"),
     _text_game_section("Text-game GRPO with 16 samples per prompt", "text_world_models_shipped_grpo_g16",
                        "--models sft_longer_shipped=DIR rlvr_g16_t1_step50_seed0=DIR ...",
                        "GRPO (task reward, 16 samples per prompt at temperature 1) from the shipped "
-                       "longer-SFT model"),
+                       "longer-SFT model",
+                finding="16 samples per prompt at temperature 1 stayed within noise of the SFT model on changed "
+                        "transitions."),
     fmt.Section("Language world models on the one-site MiniWeb", ("web_world_models_site.json",),
             "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniWeb-v0 --models sft=DIR rlvr=DIR "
             "--out benchmarks/results/web_world_models_site.json", section),

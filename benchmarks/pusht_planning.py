@@ -179,53 +179,67 @@ def section(files: list[dict], heading: str = "PushT CEM planning") -> str:
     return text + table
 
 
-def _table_section(title: str, stem: str, runs: str, heading: str | None = None) -> fmt.Section:
+def _table_section(title: str, stem: str, runs: str, heading: str | None = None, finding: str = "") -> fmt.Section:
     """A PushT planning table joined by `benchmarks.pusht_planning --merge RUNS --out` its folder."""
     return fmt.Section(title, (f"{stem}/results.json",),
                    f"python -m benchmarks.pusht_planning --merge {runs} --out benchmarks/results/{stem}",
-                   partial(section, heading=heading or title))
+                   partial(section, heading=heading or title), finding=finding)
 
 
 SECTIONS = (
     fmt.Section("PushT CEM planning", ("pusht_planning/results.json",), "python -m benchmarks.pusht_planning ...",
-            section),
+            section,
+                finding="With the first shipped models CEM planned few episodes, the RLVR (-MAE) model fewer than "
+                        "its base, far below the true simulator."),
     _table_section("PushT CEM planning with the longer-trained models", "pusht_planning_longer",
                       "runs/plan/long2 runs/plan/long2_rlvr_beta04 benchmarks/results/pusht_planning:true_sim,random",
-                      "PushT CEM planning with the longer-trained world models"),
+                      "PushT CEM planning with the longer-trained world models",
+                finding="Longer MLE raised the base's planning; pose-reward GRPO with a 40x KL term matched it, "
+                        "at half the true simulator's success."),
     _table_section("PushT CEM planning after GRPO on the model's own rollouts", "pusht_planning_rollout_grpo",
                       "runs/plan/long2 runs/plan/long2_rollout_round2 "
-                      "benchmarks/results/pusht_planning_longer:true_sim,random"),
+                      "benchmarks/results/pusht_planning_longer:true_sim,random",
+                finding="Two rounds of GRPO on the model's own rollouts planned more episodes than its base, "
+                        "short of 80% of the true simulator's."),
     _table_section("PushT CEM planning after a third round of GRPO on the model's own rollouts",
                       "pusht_planning_rollout_grpo_round3",
                       "runs/plan/long2 runs/plan/long2_rollout_round3 "
-                      "benchmarks/results/pusht_planning_longer:true_sim,random"),
+                      "benchmarks/results/pusht_planning_longer:true_sim,random",
+                finding="A third round of rollout GRPO planned fewer episodes than the second."),
     _table_section("PushT CEM planning after rollout GRPO, retrained", "pusht_planning_rollout_grpo_retrained",
                       "runs/plan/long2 runs/plan/long2_rollout_round2 "
                       "benchmarks/results/pusht_planning_longer:true_sim,random",
                       "PushT CEM planning after two rounds of GRPO on the model's own rollouts, base and RLVR "
-                      "retrained"),
+                      "retrained",
+                finding="Retraining the base and both rollout-GRPO rounds reproduced the second round's planning "
+                        "success."),
     _table_section("PushT CEM planning after rollout GRPO with the agent's error weighted 3x",
                       "pusht_planning_rollout_grpo_agent3",
                       "runs/plan/long2 runs/plan/long2_rollout_agent3_round2 "
                       "benchmarks/results/pusht_planning_longer:true_sim,random",
                       "PushT CEM planning after two rounds of rollout GRPO with the agent's error weighted 3x "
-                      "(base and RLVR retrained)"),
+                      "(base and RLVR retrained)",
+                finding="Weighting the agent's error 3x planned fewer episodes than unweighted rollout GRPO."),
     _table_section("PushT CEM planning after MLE on CEM-like episodes", "pusht_planning_cem_data",
                       "runs/plan/cem_base runs/plan/cem_rollout_r2 "
                       "benchmarks/results/pusht_planning_longer:true_sim,random",
                       "PushT CEM planning after 4000 more MLE steps on data with CEM-like episodes, and two rounds "
-                      "of rollout GRPO from there"),
+                      "of rollout GRPO from there",
+                finding="MLE on CEM-like episodes, and rollout GRPO from there, planned no better than the base."),
     _table_section("PushT CEM planning with the blurred-pixels objective", "pusht_planning_blurred_pixels",
                       "runs/plan/blur_base runs/plan/blur_rlvr runs/plan/blur_baselines",
                       "PushT CEM planning with the blurred-pixels objective (the shipped MLE12k and rollout-RLVR "
-                      "models)"),
+                      "models)",
+                finding="A blurred-pixels objective helped no planner."),
     _table_section("PushT CEM planning against the blind-CEM floor", "pusht_planning_blind_floor",
                       "benchmarks/results/pusht_planning_rollout_grpo_retrained:base,rlvr,true_sim,random "
                       "runs/plan/blind",
                       "PushT CEM planning against CEM with random costs (the models of the retrained table)"),
     _table_section("PushT CEM planning with the pose objective", "pusht_planning_pose_objective",
                       "runs/plan/pose_long2 runs/plan/pose_long2_rlvr_beta04 runs/plan/pose_true_sim "
-                      "runs/plan/pose_random"),
+                      "runs/plan/pose_random",
+                finding="Scored by the judged poses, the true simulator plans far more episodes and the learned "
+                        "ones barely more: an objective that tells near from far exposes their rollouts."),
 )
 
 

@@ -277,7 +277,9 @@ def _repetition_findings(d: dict) -> str:
 
 SECTIONS = (
     fmt.Section("Table 3 analogue", ("repetition_table_single.json", "repetition_table_multi.json"),
-            "python -m benchmarks.repetition_table --layout single|multi", section),
+            "python -m benchmarks.repetition_table --layout single|multi", section,
+                finding="The repetition penalty never fired (GRPO's samples never repeated); on multi-step, "
+                        "rejection removes repeats but worsens MAE, while RLVR lowers MAE."),
 )
 
 

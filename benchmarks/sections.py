@@ -131,11 +131,14 @@ class Section:
     pattern: bool = False
     optional: tuple[str, ...] = field(default=())  #: extra files the body uses when present
     shown: str | None = None  #: how `files` is written when absent (a pattern's placeholder)
+    exclude: tuple[str, ...] = field(default=())  #: a pattern's files that another section shows
+    finding: str = ""  #: what the run found, in one line (the experiments index lists it)
 
     def paths(self) -> list[str]:
         """The results files this section reads that exist now."""
         if self.pattern:
-            return sorted(str(p.relative_to(RESULTS)) for p in RESULTS.glob(self.files[0]))
+            found = (str(p.relative_to(RESULTS)) for p in RESULTS.glob(self.files[0]))
+            return sorted(f for f in found if f not in self.exclude)
         return [f for f in (*self.files, *self.optional) if (RESULTS / f).is_file()]
 
     def render(self) -> str:
@@ -157,6 +160,23 @@ class Section:
         return f"**{self.title}** ({files}): {NOT_MEASURED}; `{self.command}` writes it."
 
 
+def missing_fields(committed: Any, fresh: Any, path: str = "") -> list[str]:
+    """The fields a fresh run of a benchmark writes that its committed result lacks (as JSON
+    pointers): a committed result older than the code that presents it is caught by its test."""
+    if isinstance(fresh, dict) and isinstance(committed, dict):
+        return [f for key, value in fresh.items()
+                for f in ([f"{path}/{key}"] if key not in committed else
+                          missing_fields(committed[key], value, f"{path}/{key}"))]
+    if isinstance(fresh, list) and isinstance(committed, list) and fresh and committed:
+        return missing_fields(committed[0], fresh[0], f"{path}/0")
+    return []
+
+
+def anchor(heading: str) -> str:
+    """GitHub's anchor of a Markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
 def commands(d: dict, module: str) -> str:
     """A results file's command in backticks; runs joined by `module --merge` name each run's command."""
     if isinstance(d["command"], list):
@@ -171,7 +191,7 @@ def wrap(text: str) -> str:
     """Prose lines wrapped at WIDTH; no wrapped line may start a markdown list, quote or heading."""
     out = []
     for line in text.split("\n"):
-        if len(line) <= WIDTH or line.startswith(("|", "!", "<!--")):
+        if len(line) <= WIDTH or line.startswith(("|", "!", "<!--", "#")):
             out.append(line)
             continue
         lines = textwrap.wrap(line, WIDTH, break_long_words=False, break_on_hyphens=False)

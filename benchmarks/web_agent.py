@@ -334,7 +334,9 @@ def _web_agent_verdict(d: dict) -> str:
 
 SECTIONS = (
     fmt.Section("Web agents on MiniWeb goals", ("web_agent/results.json",),
-            "python -m benchmarks.web_agent --base-model DIR --rlvr-model DIR", section),
+            "python -m benchmarks.web_agent --base-model DIR --rlvr-model DIR", section,
+                finding="The agent with the RLVR world model beat the base's, but both did worse than the policy "
+                        "alone."),
     fmt.Section("Web agents on the one-site MiniWeb", ("web_agent_site/results.json",),
             "python -m benchmarks.web_agent --merge DIR ... --out benchmarks/results/web_agent_site", section),
 )

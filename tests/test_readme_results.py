@@ -1,5 +1,6 @@
-"""The results pages are generated from benchmarks/results/ (benchmarks/readme_results.py):
-docs/results.md holds every result, README.md the goals summary; both fail here when stale."""
+"""The results pages are assembled from benchmarks/results/ (benchmarks/readme_results.py, each
+benchmark rendering its own sections): docs/results.md holds what holds today, docs/experiments.md
+and docs/experiments/ every earlier run, README.md the goals summary; all fail here when stale."""
 
 from __future__ import annotations
 
@@ -34,7 +35,14 @@ COMMITTED = {"`rlvr-world demo`", "GRPO reward: pixels and objects", "Text SFT s
              "PushT CEM planning after rollout GRPO with the agent's error weighted 3x",
              "PushT CEM planning after rollout GRPO, retrained", "Action following of the retrained models",
              "Action following after MLE on CEM-like episodes", "PushT CEM planning after MLE on CEM-like episodes",
-             "PushT CEM planning with the blurred-pixels objective", "GPU check on one H200"}
+             "PushT CEM planning with the blurred-pixels objective", "GPU check on one H200",
+             "GRPO reward variants: other weights and steps", "Real2Sim on PushT with the default simulator",
+             "Real2Sim on PushT"}
+
+
+def _everything() -> str:
+    """Every section, as the pages show them."""
+    return "\n\n".join(fmt.wrap(section.render()) for section in rr.SECTIONS) + "\n"
 
 
 def _block(readme: str) -> str:
@@ -54,6 +62,28 @@ def test_generated_pages_are_in_sync():
     assert rr.updated(readme, rr.SCALE_START, rr.SCALE_END, rr.render_gpu_summary) == readme, \
         "README's GPU summary (Scale out) is stale: run `python -m benchmarks.readme_results`"
     assert rr.main(["--check"]) == 0
+
+
+def test_each_section_is_on_one_page_and_the_results_page_stays_short():
+    """Every section is either a result that holds today (docs/results.md, under 600 lines) or an
+    experiment with its one-line finding (docs/experiments/); the assembler stays an assembler."""
+    current = [title for _, titles in rr.CURRENT for title in titles]
+    earlier = [title for _, _, titles in rr.EXPERIMENTS for title in titles]
+    assert sorted(current + earlier) == sorted(section.title for section in rr.SECTIONS)  # each once
+    for section in rr.by_title(*earlier):
+        assert section.finding and "\n" not in section.finding, section.title
+        assert f"#{fmt.anchor(section.title)})" in rr.EXPERIMENTS_PAGE.read_text(), section.title
+    assert len(rr.PAGE.read_text().splitlines()) < 600
+    assert len((fmt.ROOT / "benchmarks" / "readme_results.py").read_text().splitlines()) < 300
+    for question, _ in rr.CURRENT:
+        assert f"## {question}" in rr.PAGE.read_text()
+
+
+def test_a_committed_result_that_lacks_a_field_its_benchmark_now_writes_is_caught():
+    fresh = {"models": {"rlvr": {"sampled": {"mae": 0.1, "block_error": 3.0}}}, "rows": [{"a": 1, "b": 2}]}
+    assert fmt.missing_fields(fresh, fresh) == []
+    older = {"models": {"rlvr": {"sampled": {"mae": 0.2}}}, "rows": [{"a": 1}], "retired": 1}
+    assert fmt.missing_fields(older, fresh) == ["/models/rlvr/sampled/block_error", "/rows/0/b"]
 
 
 def test_readme_is_a_front_door():
@@ -83,8 +113,8 @@ def test_every_subsection_names_an_existing_results_file():
             if relative in section.files or section.pattern:
                 assert f"`{fmt.SHOWN}/{relative}`" in text, f"{section.title} does not name {relative}"
         assert "`" in text.split("(", 1)[1], f"{section.title} names no command"
-    # every results path README's block cites exists, except in a "not yet measured" paragraph
-    for paragraph in rr.render().split("\n\n"):
+    # every results path a page cites exists, except in a "not yet measured" paragraph
+    for paragraph in _everything().split("\n\n"):
         paragraph = paragraph.replace("\n", " ")  # wrapped lines may split the phrase
         if fmt.NOT_MEASURED in paragraph:
             continue
@@ -95,13 +125,13 @@ def test_every_subsection_names_an_existing_results_file():
 
 def test_a_missing_results_file_renders_not_yet_measured(monkeypatch, tmp_path):
     monkeypatch.setattr(fmt, "RESULTS", tmp_path)
-    text = rr.render().replace("\n", " ")
+    text = _everything().replace("\n", " ")
     for section in rr.SECTIONS:
         assert section.render().endswith("writes it."), section.title
     assert text.count(fmt.NOT_MEASURED) == len(rr.SECTIONS)
     # one file back: only its subsection is measured
     shutil.copy(fmt.ROOT / "benchmarks" / "results" / "video_generation.json", tmp_path)
-    assert rr.render().replace("\n", " ").count(fmt.NOT_MEASURED) == len(rr.SECTIONS) - 1
+    assert _everything().replace("\n", " ").count(fmt.NOT_MEASURED) == len(rr.SECTIONS) - 1
     assert "**KV-cached generation** (`python -m benchmarks.video_generation`" in rr.render().replace("\n", " ")
 
 
@@ -174,7 +204,7 @@ def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
         "date": "today", "config": {"env_id": "RLVRWorld/MiniWeb-v0", "transitions": 64, "reward": "F1"},
         "models": {"sft": model, "rlvr": {**model, "reward": 0.45, "training": None, "versus_first": {
             "mean_difference": 0.05, "standard_error": 0.01, "p_value": 0.003}}}}))
-    text = rr.render()
+    text = _everything()
     assert "| sft | SFT 900 steps (30 min) then SFT 700 steps (25 min) | 0.400 | 0.100 | 0.050 (60) | 0.900 (4) |  |  |" in text
     assert "| rlvr |  | 0.450 | 0.100 | 0.050 (60) | 0.900 (4) | +0.050 ± 0.010 (p 3e-3) |  |" in text
     assert "| + the true simulator (oracle) | 100 | 91 | 0.91 | [0.84, 0.95] | 0 / 700 | 0.05 |" in text
@@ -430,7 +460,9 @@ def _cited_results(text: str) -> list[str]:
 
 
 def test_every_link_and_results_path_of_readme_and_the_results_page_exists():
-    for page in (rr.README, rr.PAGE):
+    pages = (rr.README, rr.PAGE, rr.EXPERIMENTS_PAGE, *sorted(rr.EXPERIMENTS_DIR.glob("*.md")))
+    assert len(pages) == 3 + len(rr.EXPERIMENTS)
+    for page in pages:
         text = page.read_text()
         for target in re.findall(r"\]\(([^)\s]+)\)", text):
             if target.startswith(("http://", "https://", "mailto:")):
