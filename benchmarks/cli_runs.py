@@ -64,7 +64,7 @@ def section_demo_text(files: list[dict]) -> str:
 SECTIONS = (
     fmt.Section("`rlvr-world demo`", ("demo_pusht/results.json",), "rlvr-world demo --out runs/demo", section_demo),
     fmt.Section("`rlvr-world demo --domain text`", ("demo_text/results.json",),
-            "rlvr-world demo --domain text --out runs/demo_text", section_demo_text),
+                "rlvr-world demo --domain text --out runs/demo_text", section_demo_text),
     fmt.Section("PushT data", ("pusht_data_200.json",), "rlvr-world data pusht --episodes 200 --resolution 96 --seed 0",
-            section_pusht_data),
+                section_pusht_data),
 )

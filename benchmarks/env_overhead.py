@@ -27,12 +27,12 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 
-import rlvr_envs  # noqa: F401  (registers the RLVRWorld ids)
+from benchmarks import goals
+from benchmarks import sections as fmt
 from benchmarks.text_verifier_throughput import make_responses
+import rlvr_envs  # noqa: F401  (registers the RLVRWorld ids)
 from rlvr_envs.core.episode import observation_views
 from rlvr_envs.core.records import RunRecord, note
-from benchmarks import sections as fmt
-from benchmarks import goals
 
 RESULTS = Path(__file__).parent / "results"
 
@@ -243,7 +243,7 @@ def section(files: list[dict]) -> str:
 
 SECTIONS = (
     fmt.Section("Env overhead", ("env_overhead.json",), "python -m benchmarks.env_overhead", section,
-            optional=("env_overhead_textgame.json",)),
+                optional=("env_overhead_textgame.json",)),
 )
 
 

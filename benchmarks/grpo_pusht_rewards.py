@@ -28,8 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from trainers.demo import DEFAULT_POSE_WEIGHTS, OBJECT_COLUMNS, REWARDS, SIGNIFICANT_P, reward_kwargs, reward_text
+from benchmarks import goals
 from benchmarks import sections as fmt
+from trainers.demo import DEFAULT_POSE_WEIGHTS, OBJECT_COLUMNS, REWARDS, SIGNIFICANT_P, reward_kwargs, reward_text
 
 RESULTS = Path(__file__).resolve().parent / "results"
 STEM = "grpo_pusht_rewards"
@@ -266,8 +267,6 @@ def plot(report: dict, path: Path) -> None:
 def section(files: list[dict]) -> str:
     """benchmarks.grpo_pusht_rewards renders its own tables; this adds each run's command, file and
     picture (the reward comparison first, then the variants: other weights or steps)."""
-    from benchmarks.grpo_pusht_rewards import render
-
     parts = []
     for d in files:
         body = render(d).split("\n", 4)[4]  # its heading and command line are said here
@@ -279,6 +278,55 @@ def section(files: list[dict]) -> str:
 
 
 CURRENT = ("grpo_pusht_rewards.json", "grpo_pusht_rewards_pose_120steps.json")  #: the comparison, the demo's run
+
+
+GRPO_JUDGED = (("mae", "MAE"), ("agent_error", "agent"), ("block_error", "block"), ("angle_error", "angle"))
+
+
+def _grpo_reward_runs() -> list[tuple[str, dict]]:
+    """(file, results) of every committed benchmarks.grpo_pusht_rewards run, by name."""
+    return [(str(path.relative_to(fmt.RESULTS)), fmt.load(str(path.relative_to(fmt.RESULTS))))
+            for path in sorted(fmt.RESULTS.glob("grpo_pusht_rewards*.json"))]
+
+
+def goal() -> goals.GoalRow | None:
+    """PushT GRPO as the demo runs it (its reward, weights and steps): the MAE and the agent, block and
+    angle errors all lower than the MLE base in every seed (each seed's 95% interval below 0), beside
+    copy-last-frame and beside what -MAE does to the agent."""
+    from trainers.demo import DEFAULT_STEPS
+
+    runs = _grpo_reward_runs()
+    demo = [(f, d) for f, d in runs if d.get("grpo_steps") == DEFAULT_STEPS["pusht"]
+            and d.get("rewards", {}).get("pose", {}).get("env_kwargs") == list(reward_kwargs("pose"))]
+    if not demo:
+        return None
+    file, d = demo[0]
+    reward, pointer = d["rewards"]["pose"], "/rewards/pose/change_from_base"
+    parts, quoted = [], []
+    for key, name in GRPO_JUDGED:
+        text = f"{name} {change_text(reward['change_from_base'][key])}"
+        parts.append(text)
+        quoted.append((text, tuple(f"{pointer}/{key}/{end}" for end in ("mean", "low", "high"))))
+    measured = (f"reward pose, {d['grpo_steps']} steps (the demo's), {reward['seeds']} seeds: {'; '.join(parts)}; "
+                f"all four lower beyond noise in {reward['seeds_all_lower_than_base']} of {reward['seeds']} seeds")
+    quoted.append((f"in {reward['seeds_all_lower_than_base']} of {reward['seeds']} seeds",
+                   ("/rewards/pose/seeds_all_lower_than_base", "/rewards/pose/seeds")))
+    pixels = next(((f, r) for f, r in runs if "mae" in r.get("rewards", {})), None)
+    if pixels:
+        agent = pixels[1]["rewards"]["mae"]["change_from_base"]["agent_error"]["mean"]
+        measured += f" (reward -MAE, {pixels[1]['grpo_steps']} steps, `{fmt.SHOWN}/{pixels[0]}`: agent {agent:+.1f} px)"
+    copy = d["baselines"]["copy_last_frame_tokens"]
+    units = {key: (unit, scale) for key, _, unit, scale in OBJECT_COLUMNS}
+    shown = [f"MAE {copy['mae']:.5f}", *(f"{name} {copy[key] * units[key][1]:.1f} {units[key][0]}"
+                                         for key, name in GRPO_JUDGED[1:])]
+    baseline = (f"copy-last-frame: {', '.join(shown)}; beaten in {reward['seeds_beating_copy_last']} of "
+                f"{reward['seeds']} seeds")
+    quoted.append((f"beaten in {reward['seeds_beating_copy_last']} of {reward['seeds']} seeds",
+                   ("/rewards/pose/seeds_beating_copy_last", "/rewards/pose/seeds")))
+    worst = max(reward["change_from_base"][key]["high"] for key, _ in GRPO_JUDGED)
+    return goals.GoalRow("PushT GRPO vs the MLE base: held-out sampled MAE and the judge's agent, block and angle errors",
+                   measured, baseline, "<= 0 each", "met" if worst < 0 else "**not met**", file, quoted)
+
 
 SECTIONS = (
     fmt.Section("GRPO reward: pixels and objects", CURRENT,

@@ -35,9 +35,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from rlvr_envs.video.metrics import LPIPSWeightsUnavailable, frame_reward, load_lpips
-from benchmarks import sections as fmt
 from benchmarks import goals
+from benchmarks import sections as fmt
+from rlvr_envs.video.metrics import LPIPSWeightsUnavailable, frame_reward, load_lpips
 
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_SIZES = {"64x64": 16, "96x96": 16, "256x320": 8}  # resolution -> frames per call (N)
@@ -232,7 +232,7 @@ def section(files: list[dict]) -> str:
 
 SECTIONS = (
     fmt.Section("Reward throughput", ("metrics_throughput.json",), "python -m benchmarks.metrics_throughput [--net alex]",
-            section, optional=("metrics_throughput_alex.json",)),
+                section, optional=("metrics_throughput_alex.json",)),
 )
 
 

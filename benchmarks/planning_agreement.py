@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from benchmarks import sections as fmt
 
 RESULTS = Path(__file__).resolve().parent / "results" / "planning_agreement"
@@ -263,8 +264,8 @@ def _one_planning_agreement(d: dict) -> str:
 
 SECTIONS = (
     fmt.Section("Candidate ranking: learned vs true simulator", ("planning_agreement.json",),
-            "python -m benchmarks.planning_agreement --models NAME=DIR ... --out benchmarks/results/planning_agreement",
-            section, optional=("planning_agreement_pose_h1.json", "planning_agreement_pose.json"),
+                "python -m benchmarks.planning_agreement --models NAME=DIR ... --out benchmarks/results/planning_agreement",
+                section, optional=("planning_agreement_pose_h1.json", "planning_agreement_pose.json"),
                 finding="No learned simulator ranks CEM's candidates as the true simulator does: near chance with "
                         "the pixel objective, barely above it with the pose objective over one chunk, near it "
                         "over five."),

@@ -30,9 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from rlvr_envs.video.pusht.physics import SUCCESS_COVERAGE
-from benchmarks import sections as fmt
 from benchmarks import goals
+from benchmarks import sections as fmt
+from rlvr_envs.video.pusht.physics import SUCCESS_COVERAGE
 
 RESULTS = Path(__file__).resolve().parent / "results"
 BARS = (0.5, 0.7, 0.8, 0.85, 0.9, SUCCESS_COVERAGE)  #: success bars reported; gym-pusht's own is the last
@@ -187,9 +187,41 @@ def section(files: list[dict]) -> str:
                           "judge recall"], ["---:"] * 6, rows)
 
 
+def goal() -> goals.GoalRow | None:
+    from rlvr_envs.core.util import wilson_interval
+
+    judge = fmt.load("pusht_success_judge.json")
+    if not judge:
+        return None
+    s = judge["summary"]
+    index, env = next((i, b) for i, b in enumerate(s["success"]) if b["bar"] == s["env_bar"])
+
+    def lows(b: dict) -> tuple[float, float]:
+        return wilson_interval(b["both"], b["judge_successes"])[0], wilson_interval(b["both"], b["env_successes"])[0]
+    precision = wilson_interval(env["both"], env["judge_successes"])
+    recall = wilson_interval(env["both"], env["env_successes"])
+    holds = [b for b in s["success"] if min(lows(b)) >= goals.GOAL_JUDGE_PRECISION_RECALL]
+    met = (goals._verdict(min(precision[0], recall[0]), 1.0, goals.GOAL_JUDGE_PRECISION_RECALL)
+           if not (fmt.nan(precision[0]) or fmt.nan(recall[0])) else "**not met** (no interval)")
+    verdict = f"{met} at {s['env_bar']:g}; met at bars {bars(holds)}" if holds and env not in holds else met
+    pointer = f"/summary/success/{index}"
+    quoted = [(f"precision {fmt.fraction(env['precision'])}", (f"{pointer}/precision",)),
+              (f"recall {fmt.fraction(env['recall'])}", (f"{pointer}/recall",)),
+              (f"({env['env_successes']} real successes in {s['frames']:,}", (f"{pointer}/env_successes",
+                                                                              "/summary/frames")),
+              (f"{s['position_error_px']['median']:.2f} px, {s['angle_error_deg']['median']:.2f} deg",
+               ("/summary/position_error_px/median", "/summary/angle_error_deg/median"))]
+    return goals.GoalRow(
+        f"PushT success judge: precision and recall of the env's own success (coverage > {s['env_bar']:g})",
+        f"precision {fmt.fraction(env['precision'])} {goals._interval(*precision)}, recall {fmt.fraction(env['recall'])} "
+        f"{goals._interval(*recall)} ({env['env_successes']} real successes in {s['frames']:,} held-out frames); pose error "
+        f"{s['position_error_px']['median']:.2f} px, {s['angle_error_deg']['median']:.2f} deg median",
+        "", f">= {goals.GOAL_JUDGE_PRECISION_RECALL:g} each", verdict, "pusht_success_judge.json", quoted)
+
+
 SECTIONS = (
     fmt.Section("PushT success judge", ("pusht_success_judge.json",), "python -m benchmarks.pusht_success_judge",
-            section),
+                section),
 )
 
 

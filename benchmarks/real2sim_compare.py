@@ -16,17 +16,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from benchmarks import goals
+from benchmarks import sections as fmt
 from rlvr_envs.core.arguments import at_least
 from rlvr_envs.core.files import strict_json, write_json_atomic
 from rlvr_envs.core.records import recorded_command
-from typing import Any
-from benchmarks import sections as fmt
 
 
 def read_run(folder: Path) -> dict:
@@ -141,6 +143,113 @@ def section(files: list[dict]) -> str:
 
 #: the run the goals table reports: the recipe's command as a user runs it, on held-out set B
 CURRENT = "real2sim/recipe_defaults_waypoint_40starts_heldout_b/results.json"
+
+
+def _default_real2sim_runs(held_out: str | None = None) -> list[tuple[str, dict]]:
+    """(file, results) of the committed runs of docs/recipes.md's policy-eval command as a user runs
+    it (the default simulator and settings, the recipe's two policies), fewest starts first.
+    `held_out`: None for the embedded held-out set (no `--data`), else the name of the folder given
+    as `--data` (`heldout_b`: held-out set B)."""
+    from rlvr_envs.policy_eval.command import DEFAULT_MODEL, add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    # every option that changes what is measured, at its default (the start count may differ)
+    defaults = [f"--{name.replace('_', '-')} {parser.get_default(name)}" for name in
+                ("lead", "start_from", "judge_frames", "max_steps", "noise", "success", "success_coverage",
+                 "temperature", "seed")]
+    runs = []
+    for path in sorted(fmt.RESULTS.glob("real2sim/*/results.json")):
+        relative = str(path.relative_to(fmt.RESULTS))
+        d = fmt.load(relative)
+        names = {p["policy"] for p in d["policies"]}
+        tokens = d["command"].split()
+        data = fmt.flag(d["command"], "--data")
+        if (Path(d.get("model", "")).name == DEFAULT_MODEL.name and {"toward_centre", "circler"} <= names
+                and set(defaults) <= {f"{a} {b}" for a, b in zip(tokens, tokens[1:])}
+                and not {"--model", "--tokenizer", "--no-family"} & set(tokens)
+                and (Path(data).name if data else None) == held_out
+                and d.get("lead_from", "end") == parser.get_default("lead_from")):  # runs before it: "end"
+            runs.append((relative, d))
+    return sorted(runs, key=lambda run: run[1]["policies"][0]["starts"])
+
+
+REAL2SIM_REPORTED_ON = "heldout_b"  #: the held-out set the goals row reports (docs/recipes.md: "set B")
+
+
+REAL2SIM_CHOICE = "real2sim_default_choice.json"  #: the comparison that chose the default simulator
+
+
+def _policy_rates(d: dict) -> list[tuple[str, list[int]]]:
+    """Learned vs real success per policy, a policy at several noise levels in one entry (with the
+    indices of its policies in the results file)."""
+    from itertools import groupby
+
+    def family(p: tuple[int, dict]) -> str:
+        return re.sub(r"_noise\d+$", "", p[1]["policy"])
+    parts = []
+    for name, indexed in groupby(enumerate(d["policies"]), key=family):
+        indexed = list(indexed)
+        group = [p for _, p in indexed]
+        learned = "/".join(f"{p['learned_success']:.0%}" for p in group)
+        real = "/".join(f"{p['real_success']:.0%}" for p in group)
+        noise = [re.search(r"_noise(\d+)$", p["policy"]) for p in group]
+        levels = f" (noise {'/'.join(m.group(1) for m in noise)})" if len(group) > 1 and all(noise) else ""
+        parts.append((f"{name}{levels} {learned} vs {real}", [i for i, _ in indexed]))
+    return parts
+
+
+def _policy_names(d: dict) -> str:
+    """The policies behind a Pearson, a policy at several noise levels named once."""
+    names = [p["policy"] for p in d["policies"]]
+    noisy = [n for n in names if re.search(r"_noise\d+$", n)]
+    families = {re.sub(r"_noise\d+$", "", n) for n in noisy}
+    shown = [f"{f} at {len([n for n in noisy if n.startswith(f + '_noise')])} noise levels" for f in sorted(families)]
+    return ", ".join(shown + [n for n in names if n not in noisy])
+
+
+def goal() -> goals.GoalRow | None:
+    """Real2Sim of the default simulator, reported on a held-out set other than the one that chose
+    it (REAL2SIM_CHOICE names the runs compared); without such a run, on the choosing set, saying so."""
+    from rlvr_envs.policy_eval.command import DEFAULT_MODEL
+
+    choice, chosen_data = fmt.load(REAL2SIM_CHOICE), None
+    if choice:
+        chosen = next((c for c in (choice.get("first"), choice.get("second"))
+                       if c and Path(c.get("model", "")).name == DEFAULT_MODEL.name), None)
+        run = fmt.load(f"{chosen['run'].removeprefix(fmt.SHOWN + '/')}/results.json") if chosen else None
+        chosen_data = fmt.flag(run["command"], "--data") if run else None
+    chosen_set = Path(chosen_data).name if chosen_data else None
+    other = REAL2SIM_REPORTED_ON if chosen_set != REAL2SIM_REPORTED_ON else None
+    reported, choosing = _default_real2sim_runs(other), _default_real2sim_runs(chosen_set)
+    if not (reported or choosing):
+        return None
+    name = {None: "the embedded held-out set", "heldout_b": "held-out set B"}
+    file, d = (reported or choosing)[-1]
+    where = (f"{name.get(other, other)} (`--data {other}`)" if reported and other else
+             name[None] if reported else f"{name.get(chosen_set, chosen_set)}, the set that chose it (no other "
+                                         "held-out set measured yet)")
+    chose = (f"chosen on {name.get(chosen_set, chosen_set)} ({fmt.shown(REAL2SIM_CHOICE)})" if choice
+             else f"chosen on {name.get(chosen_set, chosen_set)}")
+    s = real2sim_summary(d)
+    low, high = (s.get("pearson_interval") or [float("nan")] * 2)
+    starts = d["policies"][0]["starts"]
+    quoted = [(f"{starts} starts: Pearson {s['pearson']:.3f}", ("/policies/0/starts", "/summary/pearson")),
+              (f"over {len(d['policies'])} policies", ("/policies",))]  # a list: its length
+    if "pearson_interval" in d["summary"]:
+        quoted.append((goals._interval(low, high), ("/summary/pearson_interval/0", "/summary/pearson_interval/1")))
+    rates = _policy_rates(d)
+    for text, indices in rates:
+        quoted.append((text.split(" ", 1)[1] if "(noise" not in text else text.split(") ", 1)[1],
+                       tuple(f"/policies/{i}/{k}" for k in ("learned_success", "real_success") for i in indices)))
+    return goals.GoalRow(
+        "Real2Sim on PushT (the recipe's policy-eval command, default learned simulator): Pearson of learned vs "
+        "real success rates over the policies",
+        f"{where}, {starts} starts: Pearson {s['pearson']:.3f} {goals._interval(low, high)} over {len(d['policies'])} "
+        f"policies ({_policy_names(d)}); learned vs real success: {', '.join(t for t, _ in rates)}; simulator "
+        f"{chose}",
+        "", f">= {goals.GOAL_REAL2SIM_PEARSON:g}", goals._verdict(low, high, goals.GOAL_REAL2SIM_PEARSON), file, quoted)
+
 
 SECTIONS = (
     fmt.Section("Real2Sim on PushT with the default simulator", (CURRENT,),

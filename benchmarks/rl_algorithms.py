@@ -43,6 +43,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from benchmarks import sections as fmt
 
 RESULTS = Path(__file__).resolve().parent / "results" / "rl_algorithms"
@@ -369,7 +370,7 @@ def section(files: list[dict]) -> str:
 
 SECTIONS = (
     fmt.Section("RL algorithms on one budget", ("rl_algorithms.json",), "python -m benchmarks.rl_algorithms --data DIR",
-            section,
+                section,
                 finding="At one budget GRPO lowered held-out MAE more than Dr. GRPO and RLOO; the start model's "
                         "best of a few samples (oracle selection) matched it."),
 )

@@ -167,5 +167,5 @@ def section(files: list[dict]) -> str:
 
 SECTIONS = (
     fmt.Section("Text SFT speed", ("text_sft_speed.json",), "python -m benchmarks.text_sft_speed --device cpu",
-            section),
+                section),
 )

@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from benchmarks import sections as fmt
 
 RESULTS = Path(__file__).parent / "results"
@@ -236,7 +237,7 @@ def section(files: list[dict]) -> str:
 
 SECTIONS = (
     fmt.Section("Text-game verifier", ("text_verifier_throughput.json",),
-            "python -m benchmarks.text_verifier_throughput --baseline 40e7884", section),
+                "python -m benchmarks.text_verifier_throughput --baseline 40e7884", section),
 )
 
 

@@ -45,6 +45,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
 from benchmarks import sections as fmt
 
 RESULTS = Path(__file__).resolve().parent / "results" / "web_agent"
@@ -334,11 +335,11 @@ def _web_agent_verdict(d: dict) -> str:
 
 SECTIONS = (
     fmt.Section("Web agents on MiniWeb goals", ("web_agent/results.json",),
-            "python -m benchmarks.web_agent --base-model DIR --rlvr-model DIR", section,
+                "python -m benchmarks.web_agent --base-model DIR --rlvr-model DIR", section,
                 finding="The agent with the RLVR world model beat the base's, but both did worse than the policy "
                         "alone."),
     fmt.Section("Web agents on the one-site MiniWeb", ("web_agent_site/results.json",),
-            "python -m benchmarks.web_agent --merge DIR ... --out benchmarks/results/web_agent_site", section),
+                "python -m benchmarks.web_agent --merge DIR ... --out benchmarks/results/web_agent_site", section),
 )
 
 

@@ -29,6 +29,7 @@ import random
 import re
 import time
 from pathlib import Path
+
 from benchmarks import sections as fmt
 
 RESULTS = Path(__file__).parent / "results"
@@ -240,7 +241,7 @@ def section(files: list[dict]) -> str:
 
 SECTIONS = (
     fmt.Section("Web verifier", ("web_verifier_throughput.json",), "python -m benchmarks.web_verifier_throughput",
-            section),
+                section),
 )
 
 

@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rlvr_envs.core.records import note
+
 from benchmarks import sections as fmt
+from rlvr_envs.core.records import note
 
 RESULTS = Path(__file__).parent / "results" / "world_model_speed"
 
@@ -328,7 +329,7 @@ def section(files: list[dict]) -> str:
 
 SECTIONS = (
     fmt.Section("World-model speed", ("world_model_speed.json",), "python -m benchmarks.world_model_speed",
-            section),
+                section),
 )
 
 

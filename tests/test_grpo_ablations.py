@@ -1,4 +1,4 @@
-"""benchmarks.grpo_ablations: group-size and reward x metric ablations of GRPO on PushT."""
+"""benchmarks.experiments.grpo_ablations: group-size and reward x metric ablations of GRPO on PushT."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 
 def test_plan_shares_the_group8_mae_run_and_rejects_bad_group_sizes(tmp_path):
-    from benchmarks.grpo_ablations import parse, plan
+    from benchmarks.experiments.grpo_ablations import parse, plan
 
     names = list(plan(parse(["--out", str(tmp_path / "x.json")])))
     assert names == ["group2_mae", "group4_mae", "group8_mae", "group16_mae", "group8_mse", "group8_psnr",
@@ -20,7 +20,7 @@ def test_plan_shares_the_group8_mae_run_and_rejects_bad_group_sizes(tmp_path):
 
 @pytest.mark.slow
 def test_runs_write_both_tables_and_are_reused(tmp_path, monkeypatch):
-    from benchmarks import grpo_ablations
+    from benchmarks.experiments import grpo_ablations
 
     out = tmp_path / "ablations.json"
     argv = ["--steps", "1", "--group-sizes", "16", "--rewards", "mae", "ssim", "--eval-windows", "2",

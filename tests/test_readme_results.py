@@ -11,7 +11,7 @@ import shutil
 
 import pytest
 
-from benchmarks import goals, language_world_models, web_agent
+from benchmarks import goals, language_world_models, real2sim_compare, web_agent
 from benchmarks import readme_results as rr
 from benchmarks import sections as fmt
 
@@ -38,6 +38,10 @@ COMMITTED = {"`rlvr-world demo`", "GRPO reward: pixels and objects", "Text SFT s
              "PushT CEM planning with the blurred-pixels objective", "GPU check on one H200",
              "GRPO reward variants: other weights and steps", "Real2Sim on PushT with the default simulator",
              "Real2Sim on PushT"}
+
+
+def _goals() -> str:
+    return goals.goals_table(rr.goal_rows(), "where")
 
 
 def _everything() -> str:
@@ -132,7 +136,7 @@ def test_a_missing_results_file_renders_not_yet_measured(monkeypatch, tmp_path):
     # one file back: only its subsection is measured
     shutil.copy(fmt.ROOT / "benchmarks" / "results" / "video_generation.json", tmp_path)
     assert _everything().replace("\n", " ").count(fmt.NOT_MEASURED) == len(rr.SECTIONS) - 1
-    assert "**KV-cached generation** (`python -m benchmarks.video_generation`" in rr.render().replace("\n", " ")
+    assert "**KV-cached generation** (`python -m benchmarks.experiments.video_generation`" in rr.render().replace("\n", " ")
 
 
 def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
@@ -219,7 +223,7 @@ def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
     assert "| 0.8 | 40 | 41 | 39 | 0.951 | 0.975 |" in text
     assert "| 0.95 | 4 | 0 | 0 | n/a | 0.000 |" in text
     assert "success is **not** reliable: precision n/a, recall 0.000" in text.replace("\n", " ")
-    goal = next(line for line in goals.goals_table().splitlines() if line.startswith("| PushT success judge"))
+    goal = next(line for line in _goals().splitlines() if line.startswith("| PushT success judge"))
     # 0.951 and 0.975 at bar 0.8 from 41 and 40 frames: their 95% intervals reach below 0.95
     assert "precision n/a (no interval), recall 0.000 [0.00, 0.49]" in goal
     assert "| >= 0.95 each | **not met** (no interval) |" in goal
@@ -295,30 +299,30 @@ def _text_file(path, recipes: dict[str, tuple[float, float]], first_unchanged: f
 
 def test_goals_table_reads_each_goal_from_its_files(monkeypatch, tmp_path):
     monkeypatch.setattr(fmt, "RESULTS", tmp_path)
-    assert goals.goals_table() == ""  # nothing measured: no table, and no "not yet measured" either
+    assert _goals() == ""  # nothing measured: no table, and no "not yet measured" either
     _planning_table(tmp_path / "pusht_planning", base=5, rlvr=9, true=12)
     _planning_table(tmp_path / "pusht_planning_merged", base=5, rlvr=9, true=12)  # the same runs merged again
     _planning_table(tmp_path / "pusht_planning_other", base=6, rlvr=4, true=12, seconds=11.0)
-    text = goals.goals_table()
+    text = _goals()
     assert "best of 2 tables: RLVR 9 vs true simulator 12 of 50 = 75% [35%, 162%]; RLVR >= base in 1 of 2" in text
     assert "**not met**" in text
     _planning_table(tmp_path / "pusht_planning_better", base=5, rlvr=10, true=12, seconds=12.0)
-    row = next(line for line in goals.goals_table().split("\n") if "CEM planning" in line)
+    row = next(line for line in _goals().split("\n") if "CEM planning" in line)
     assert "10 vs true simulator 12 of 50 = 83% [40%, 175%]" in row and "| **not met** |" in row  # 83% by chance
     _planning_table(tmp_path / "pusht_planning_best", base=5, rlvr=49, true=50, seconds=13.0)
-    row = next(line for line in goals.goals_table().split("\n") if "CEM planning" in line)
+    row = next(line for line in _goals().split("\n") if "CEM planning" in line)
     assert "49 vs true simulator 50 of 50 = 98% [94%, 102%]" in row and "| met |" in row
     # a text recipe that gains by giving up unchanged transitions is not the one shown
     _text_file(tmp_path / "text_world_models_a.json", {"changed_only": (0.12, 0.90), "balanced": (0.04, 0.955)})
-    row = next(line for line in goals.goals_table().split("\n") if "MiniTextWorld" in line)
+    row = next(line for line in _goals().split("\n") if "MiniTextWorld" in line)
     assert "(1 keep unchanged ones): balanced +0.040 [0.02, 0.06] (t over 3 seeds)" in row and "**not met**" in row
     assert '| "nothing changes": 0.000 changed, 1.000 unchanged (SFT 0.300, 0.960) |' in row
     _text_file(tmp_path / "text_world_models_b.json", {"bigger": (0.11, 0.97)})
-    row = next(line for line in goals.goals_table().split("\n") if "MiniTextWorld" in line)
+    row = next(line for line in _goals().split("\n") if "MiniTextWorld" in line)
     assert "best of the 3 three-seed recipe and step groups" in row and "bigger +0.110 [0.09, 0.13]" in row
     assert "| **not met** |" in row  # +0.11 on average, but its interval reaches below +0.10
     _text_file(tmp_path / "text_world_models_c.json", {"biggest": (0.15, 0.97)})
-    row = next(line for line in goals.goals_table().split("\n") if "MiniTextWorld" in line)
+    row = next(line for line in _goals().split("\n") if "MiniTextWorld" in line)
     assert "biggest +0.150 [0.13, 0.17]" in row and "| met |" in row
 
 
@@ -354,7 +358,7 @@ def test_the_real2sim_goal_is_reported_on_the_held_out_set_that_did_not_choose_t
     _real2sim_run(tmp_path / "real2sim" / "no_recipe_policies", DEFAULT_MODEL.name, 40, 0.99, ("expert", "random"))
     _real2sim_run(tmp_path / "real2sim" / "sampled", DEFAULT_MODEL.name, 40, 0.99, temperature="1.0")  # not a default
     _real2sim_run(tmp_path / "real2sim" / "from_success", DEFAULT_MODEL.name, 40, 0.99, lead_from="success")  # option
-    row = next(line for line in goals.goals_table().split("\n") if "Real2Sim" in line)
+    row = next(line for line in _goals().split("\n") if "Real2Sim" in line)
     # no second held-out set yet: the row says it reports on the set that chose the simulator
     assert "the set that chose it (no other held-out set measured yet), 10 starts: Pearson 0.850 [1.00, 1.00]" in row
     assert "| met |" in row and "0.99" not in row
@@ -362,18 +366,18 @@ def test_the_real2sim_goal_is_reported_on_the_held_out_set_that_did_not_choose_t
                   interval=(0.71, 0.97))
     _real2sim_run(tmp_path / "real2sim" / "set_b_sampled", DEFAULT_MODEL.name, 80, 0.99, data="/tmp/x/heldout_b",
                   temperature="1.0")
-    (tmp_path / goals.REAL2SIM_CHOICE).write_text(json.dumps({
+    (tmp_path / real2sim_compare.REAL2SIM_CHOICE).write_text(json.dumps({
         "first": {"run": "benchmarks/results/real2sim/other_model", "model": "/x/wm_other"},
         "second": {"run": "benchmarks/results/real2sim/ten", "model": f"/x/{DEFAULT_MODEL.name}"}}))
-    row = next(line for line in goals.goals_table().split("\n") if "Real2Sim" in line)
+    row = next(line for line in _goals().split("\n") if "Real2Sim" in line)
     assert "held-out set B (`--data heldout_b`), 40 starts: Pearson 0.930 [0.71, 0.97] over 3 policies" in row
     assert "learned vs real success: expert 50% vs 50%, toward_centre 25% vs 0%, circler 25% vs 0%" in row
     assert "simulator chosen on the embedded held-out set (`benchmarks/results/real2sim_default_choice.json`)" in row
     assert "| >= 0.8 | **not met** |" in row and "real2sim/set_b/results.json" in row
     # a simulator chosen on set B is reported on the embedded set
-    (tmp_path / goals.REAL2SIM_CHOICE).write_text(json.dumps({
+    (tmp_path / real2sim_compare.REAL2SIM_CHOICE).write_text(json.dumps({
         "second": {"run": "benchmarks/results/real2sim/set_b", "model": f"/x/{DEFAULT_MODEL.name}"}}))
-    row = next(line for line in goals.goals_table().split("\n") if "Real2Sim" in line)
+    row = next(line for line in _goals().split("\n") if "Real2Sim" in line)
     assert "| the embedded held-out set, 10 starts: Pearson 0.850" in row and "chosen on held-out set B" in row
 
 
@@ -381,8 +385,8 @@ def test_policies_at_several_noise_levels_are_named_once():
     d = {"policies": [{"policy": f"expert_noise{n}", "learned_success": 0.5, "real_success": r}
                       for n, r in ((0, 0.7), (25, 0.3))]
          + [{"policy": "random", "learned_success": 0.1, "real_success": 0.0}]}
-    assert goals._policy_names(d) == "expert at 2 noise levels, random"
-    assert goals._policy_rates(d) == [("expert (noise 0/25) 50%/50% vs 70%/30%", [0, 1]), ("random 10% vs 0%", [2])]
+    assert real2sim_compare._policy_names(d) == "expert at 2 noise levels, random"
+    assert real2sim_compare._policy_rates(d) == [("expert (noise 0/25) 50%/50% vs 70%/30%", [0, 1]), ("random 10% vs 0%", [2])]
 
 
 def test_intervals_of_a_ratio_and_of_a_seed_mean():
@@ -432,7 +436,7 @@ def _misjudged(readme: str) -> list[str]:
 def test_a_goal_is_met_only_when_the_whole_interval_clears_its_target():
     readme = rr.README.read_text()
     rows = _goal_table(readme)
-    assert len(rows) == len(goals.goal_rows()) >= 5
+    assert len(rows) == len(rr.goal_rows()) >= 5
     assert _misjudged(readme) == []
     real2sim = next(row for row in rows if row[0].startswith("Real2Sim"))
     assert real2sim[4].startswith("**not met**")
@@ -496,7 +500,7 @@ def test_every_goal_row_figure_is_read_from_the_file_the_row_names():
     file the row names (README's row is the rendered one: the sync test above)."""
     readme = rr.README.read_text()
     rows = {cells[0]: cells for cells in _goal_table(readme)}
-    for row in goals.goal_rows():
+    for row in rr.goal_rows():
         cells = rows[row.goal]
         assert cells[5] == f"`{fmt.SHOWN}/{row.file}`"
         data = json.loads((fmt.RESULTS / row.file).read_text())

@@ -123,7 +123,7 @@ def test_comparison_runs_on_a_language_id(tmp_path):
 def test_repetition_table_rows_pair_with_the_base_and_count_generated_tokens(tiny, tmp_path):
     import argparse
 
-    from benchmarks import repetition_table
+    from benchmarks.experiments import repetition_table
 
     directory, data, _ = tiny
     args = argparse.Namespace(layout="single", data=data, eval_windows=3, eval_seeds=3, max_draws=2, threads=1)
@@ -148,7 +148,7 @@ def test_repetition_table_rows_pair_with_the_base_and_count_generated_tokens(tin
 
 
 def test_stage_commands_fall_back_to_the_shipped_tokenizer_when_the_recorded_path_is_gone(tmp_path):
-    from benchmarks.grpo_pusht import tokenizer_dir
+    from benchmarks.experiments.grpo_pusht import tokenizer_dir
     from rlvr_envs.video.task import default_tokenizer_dir
 
     assert tokenizer_dir(str(tmp_path / "gone")) == str(default_tokenizer_dir())

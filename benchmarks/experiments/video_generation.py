@@ -6,7 +6,7 @@ across frames and feeds each forced action in one forward. This measures it agai
 recomputing the whole sequence at every step, on the same model, prompts and seed (greedy
 decoding, so both must produce identical tokens, which is checked).
 
-    python -m benchmarks.video_generation [--preset small] [--batch 16] [--future 4]
+    python -m benchmarks.experiments.video_generation [--preset small] [--batch 16] [--future 4]
 
 Writes benchmarks/results/video_generation.{json,md}.
 """
@@ -21,10 +21,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from benchmarks import sections as fmt
-from benchmarks import goals
 
-RESULTS = Path(__file__).parent / "results"
+from benchmarks import goals
+from benchmarks import sections as fmt
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> dict:
     cached_s, cached = timed(True)
     uncached_s, uncached = timed(False)
     result = {
-        "command": "python -m benchmarks.video_generation " + " ".join(argv or []),
+        "command": "python -m benchmarks.experiments.video_generation " + " ".join(argv or []),
         "machine": f"{platform.machine()}, {args.threads} threads, " + (
             "CPU only" if device.type == "cpu" else torch.cuda.get_device_name(device)),
         "model": f"LLaMA preset {args.preset}, {sum(p.numel() for p in model.parameters()) / 1e6:.1f}M parameters",
@@ -103,8 +104,8 @@ def section(files: list[dict]) -> str:
 
 
 SECTIONS = (
-    fmt.Section("KV-cached generation", ("video_generation.json",), "python -m benchmarks.video_generation",
-            section),
+    fmt.Section("KV-cached generation", ("video_generation.json",), "python -m benchmarks.experiments.video_generation",
+                section),
 )
 
 

@@ -1,8 +1,8 @@
 """RLVR-World's Table 3 at this machine's scale: repetition rejection, RLVR, RLVR with a
 repetition penalty and continued MLE on PushT, plus RLVR vs rejection at equal generated tokens (issue 13).
 
-    python -m benchmarks.repetition_table --layout multi --data data/pusht64 --steps 60
-    python -m benchmarks.repetition_table --layout single --data data/pusht64 --steps 120
+    python -m benchmarks.experiments.repetition_table --layout multi --data data/pusht64 --steps 60
+    python -m benchmarks.experiments.repetition_table --layout single --data data/pusht64 --steps 120
 
 Rows (every one sampled at temperature 1, top-k 100, on the same held-out transitions with
 the same `--eval-seeds` sampling seeds; mean and spread over the seeds):
@@ -37,10 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.grpo_pusht import EVAL_TOP_K, continued_mle_stage, env_id, grpo_seconds, grpo_stage
 from benchmarks import sections as fmt
+from benchmarks.experiments.grpo_pusht import EVAL_TOP_K, continued_mle_stage, env_id, grpo_seconds, grpo_stage
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 METRICS = ("mae", "mse", "psnr", "ssim", "repetition")
 
 
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> dict:
                   stage_commands=commands, training_predictions=training_predictions,
                   grpo_args={"steps": args.steps, "group_size": args.group_size,
                              "prompts_per_step": args.prompts_per_step, "lr": args.lr, "beta": 1e-3},
-                  command="python -m benchmarks.repetition_table " + " ".join(argv if argv is not None else sys.argv[1:]),
+                  command="python -m benchmarks.experiments.repetition_table " + " ".join(argv if argv is not None else sys.argv[1:]),
                   machine=f"{platform.machine()}, {platform.processor() or 'CPU'}, {args.threads} threads")
     RESULTS.mkdir(exist_ok=True)
     stem = RESULTS / f"repetition_table_{args.layout}"
@@ -244,7 +244,7 @@ def section(files: list[dict]) -> str:
                       "generated tokens (training + test)"], ["---", "---:", "---:", "---:", "---:", "---:", "---:",
                                                               "---:"], rows) + _repetition_findings(d))
     return ("**Table 3 analogue: repetition rejection, RLVR, repetition penalty, continued MLE** "
-            "(`python -m benchmarks.repetition_table`; repetition is RLVR-World's token-identity definition; the "
+            "(`python -m benchmarks.experiments.repetition_table`; repetition is RLVR-World's token-identity definition; the "
             "rows marked \"RLVR's tokens\" give rejection RLVR's whole token budget, training included, as extra "
             "draws per prediction, and count the tokens it actually generated).\n\n" + "\n\n".join(parts))
 
@@ -277,7 +277,7 @@ def _repetition_findings(d: dict) -> str:
 
 SECTIONS = (
     fmt.Section("Table 3 analogue", ("repetition_table_single.json", "repetition_table_multi.json"),
-            "python -m benchmarks.repetition_table --layout single|multi", section,
+                "python -m benchmarks.experiments.repetition_table --layout single|multi", section,
                 finding="The repetition penalty never fired (GRPO's samples never repeated); on multi-step, "
                         "rejection removes repeats but worsens MAE, while RLVR lowers MAE."),
 )

@@ -1,6 +1,6 @@
 """Best-of-N test-time scaling of PushT world models (RLVR-World Figure 4 analogue), oracle selection.
 
-    python -m benchmarks.best_of_n_scaling --transitions 48 --max-n 100 --out benchmarks/results/best_of_n_scaling.json
+    python -m benchmarks.experiments.best_of_n_scaling --transitions 48 --max-n 100 --out benchmarks/results/best_of_n_scaling.json
 
 Each model draws `--max-n` samples for every held-out single-step transition (the embedded
 held-out set, sampled as the trainers evaluate: temperature 1, top-k 100, sample j with
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from benchmarks import sections as fmt
 
 ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
@@ -150,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     indices = held_out_indices(len(task), args.transitions)
     ns = curve_points(args.max_n)
     report: dict[str, Any] = {
-        "command": "python -m benchmarks.best_of_n_scaling " + " ".join(shlex.quote(a) for a in argv),
+        "command": "python -m benchmarks.experiments.best_of_n_scaling " + " ".join(shlex.quote(a) for a in argv),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, CPU, torch threads {args.threads}",
         "date": time.strftime("%Y-%m-%d %H:%M"), "env_id": ENV_ID, "transitions": len(indices),
         "max_n": args.max_n, "selection": "oracle: highest verified reward (-MAE) per transition", "models": {}}
@@ -196,7 +197,7 @@ def section(files: list[dict]) -> str:
 
 SECTIONS = (
     fmt.Section("Best-of-N test-time scaling", ("best_of_n_scaling.json",),
-            "python -m benchmarks.best_of_n_scaling --out benchmarks/results/best_of_n_scaling.json", section,
+                "python -m benchmarks.experiments.best_of_n_scaling --out benchmarks/results/best_of_n_scaling.json", section,
                 finding="One sample of the RLVR model is worth the MLE model's best of several samples under "
                         "oracle selection."),
 )

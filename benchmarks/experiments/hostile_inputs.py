@@ -18,7 +18,7 @@ the responses/s of ordinary answers:
   4. normal throughput: `task.verify` on token ids of 1,000 ordinary answers (one third
      gold, one third perturbed gold, one third garbage) for MiniWeb and MiniTextWorld.
 
-    python -m benchmarks.hostile_inputs
+    python -m benchmarks.experiments.hostile_inputs
 
 Writes `benchmarks/results/hostile_inputs.json` (and `.md`).
 """
@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from benchmarks import sections as fmt
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 #: the bound the tests assert per response (each case is built to take about a second or less)
 BOUND_S = 2.0
 
@@ -232,7 +233,7 @@ def main() -> None:
 
     from rlvr_envs.core.records import RunRecord, note
 
-    record = RunRecord("python -m benchmarks.hostile_inputs", args, threads=1)
+    record = RunRecord("python -m benchmarks.experiments.hostile_inputs", args, threads=1)
     envs = {name: gym.make(f"RLVRWorld/{name}-v0", size=64) for name in ("MiniTextWorld", "MiniWeb")}
     tasks = {name: env.unwrapped.task for name, env in envs.items()}
     rows: list[dict] = []
@@ -258,7 +259,7 @@ def main() -> None:
         "normal_throughput": normal,
         "cases": rows,
         "run": record.finish(),
-        "command": "python -m benchmarks.hostile_inputs " + " ".join(
+        "command": "python -m benchmarks.experiments.hostile_inputs " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"),
     }
     result["note"] = note(result["run"]) + "; single process, hostile cases timed once, cold"
@@ -348,7 +349,7 @@ def section(files: list[dict]) -> str:
 
 
 SECTIONS = (
-    fmt.Section("Hostile inputs", ("hostile_inputs.json",), "python -m benchmarks.hostile_inputs", section),
+    fmt.Section("Hostile inputs", ("hostile_inputs.json",), "python -m benchmarks.experiments.hostile_inputs", section),
 )
 
 

@@ -19,9 +19,9 @@ and counts, over the gold lines (`New/Deleted/Updated items`, pooled), per actio
   the name, catalog order);
 * id rule: new lines whose id is the next after the page's largest, in document order.
 
-    python -m benchmarks.miniweb_predictability --transitions 2000
+    python -m benchmarks.experiments.miniweb_predictability --transitions 2000
     git show 40e7884:rlvr_envs/web/mini_web.py > /tmp/mini_web_before.py   # the simulator before one site per seed
-    python -m benchmarks.miniweb_predictability --transitions 2000 --simulator /tmp/mini_web_before.py \
+    python -m benchmarks.experiments.miniweb_predictability --transitions 2000 --simulator /tmp/mini_web_before.py \
         --out benchmarks/results/miniweb_predictability_before
 
 Writes `benchmarks/results/miniweb_predictability.json` (and `.md`).
@@ -33,10 +33,11 @@ import argparse
 import copy
 import json
 import random
+import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
-import re
+
 from benchmarks import sections as fmt
 
 KINDS = ("click", "type", "search", "hover", "scroll", "go_back")
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--transitions and --reruns must be positive")
     from rlvr_envs.core.records import RunRecord
 
-    record = RunRecord("python -m benchmarks.miniweb_predictability", args, threads=1)
+    record = RunRecord("python -m benchmarks.experiments.miniweb_predictability", args, threads=1)
     kinds = audit(args.transitions, args.seed, args.reruns, load_simulator(args.simulator))
     run = record.finish()
     goal_met = (all(kinds[k]["determined"] >= GOAL for k in DETERMINISTIC if k in kinds and kinds[k]["gold_lines"])
@@ -230,9 +231,9 @@ def section(files: list[dict]) -> str:
 
 SECTIONS = (
     fmt.Section("MiniWeb as one site: predictability audit", ("miniweb_predictability.json",),
-            "python -m benchmarks.miniweb_predictability --transitions 2000 --out "
-            "benchmarks/results/miniweb_predictability", section,
-            optional=("miniweb_predictability_before.json",),
+                "python -m benchmarks.experiments.miniweb_predictability --transitions 2000 --out "
+                "benchmarks/results/miniweb_predictability", section,
+                optional=("miniweb_predictability_before.json",),
                 finding="The one-site MiniWeb's changes follow from the prompt on its deterministic kinds, which "
                         "the first MiniWeb's did not."),
 )

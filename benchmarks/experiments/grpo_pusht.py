@@ -1,6 +1,6 @@
 """Does GRPO on the verified reward improve the shipped PushT world model? (issue 10)
 
-    python -m benchmarks.grpo_pusht --layout single --data data/pusht64 --seeds 0 1 2 --steps 150
+    python -m benchmarks.experiments.grpo_pusht --layout single --data data/pusht64 --seeds 0 1 2 --steps 150
 
 Stages, each skipped when its output exists (so an interrupted benchmark resumes):
 1. GRPO from the shipped MLE model, once per seed (`trainers.grpo`, reward -MAE, training
@@ -25,9 +25,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
 from benchmarks import sections as fmt
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 EVAL_TOP_K = 100
 
 
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> dict:
     report["stage_commands"] = {name: json.loads((Path(d) / "card.json").read_text()).get("command")
                                 for name, d in models.items() if name != "mle_base"}
     report.update(layout=args.layout, training_seconds=seconds, matched_seconds=round(matched, 1),
-                  command="python -m benchmarks.grpo_pusht " + " ".join(argv if argv is not None else sys.argv[1:]),
+                  command="python -m benchmarks.experiments.grpo_pusht " + " ".join(argv if argv is not None else sys.argv[1:]),
                   machine=f"{platform.machine()}, {platform.processor() or 'CPU'}, {args.threads} threads",
                   grpo_args={"steps": args.steps, "group_size": args.group_size,
                              "prompts_per_step": args.prompts_per_step, "lr": args.lr, "beta": 1e-3})
@@ -335,12 +336,12 @@ def section_multi(files: list[dict]) -> str:
 
 SECTIONS = (
     fmt.Section("RLVR on the PushT world model", ("grpo_pusht_single.json",),
-            "python -m benchmarks.grpo_pusht --layout single ...", section_single,
+                "python -m benchmarks.experiments.grpo_pusht --layout single ...", section_single,
                 finding="GRPO on -MAE lowered the single-step model's pixel error beyond what as much MLE did; "
                         "this run predates the object errors, which show that -MAE pays for leaving the pusher "
                         "out."),
     fmt.Section("GRPO on PushT multi-step", ("grpo_pusht_multi.json",),
-            "python -m benchmarks.grpo_pusht --layout multi ...", section_multi,
+                "python -m benchmarks.experiments.grpo_pusht --layout multi ...", section_multi,
                 finding="One seed: GRPO lowered the multi-step model's sampled MAE where continued MLE did not, "
                         "but cut greedy repetition less than continued MLE."),
 )

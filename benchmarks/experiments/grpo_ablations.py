@@ -1,7 +1,7 @@
 """GRPO ablations on the PushT world model (RLVR-World Figure 4 analogues): group size, and the
 metric-as-reward x metric-as-evaluation matrix.
 
-    python -m benchmarks.grpo_ablations --steps 40 --threads 2 --out benchmarks/results/grpo_ablations.json
+    python -m benchmarks.experiments.grpo_ablations --steps 40 --threads 2 --out benchmarks/results/grpo_ablations.json
 
 Every run is `trainers.grpo` on `RLVRWorld/PushT-SingleStep-v0` from the shipped MLE model,
 with the same steps, learning rate, KL, seed and 32 samples per step, on the env's own
@@ -27,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
 from benchmarks import sections as fmt
 
 ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {
-        "command": "python -m benchmarks.grpo_ablations " + " ".join(shlex.quote(a) for a in argv),
+        "command": "python -m benchmarks.experiments.grpo_ablations " + " ".join(shlex.quote(a) for a in argv),
         "machine": f"{platform.machine()}, CPU, torch threads {args.threads}", "date": time.strftime("%Y-%m-%d %H:%M"),
         "config": vars(args), "runs": {}}
     for name, spec in plan(args).items():
@@ -193,7 +194,7 @@ def section(files: list[dict]) -> str:
 
 SECTIONS = (
     fmt.Section("GRPO ablations", ("grpo_ablations.json",),
-            "python -m benchmarks.grpo_ablations --out benchmarks/results/grpo_ablations.json", section,
+                "python -m benchmarks.experiments.grpo_ablations --out benchmarks/results/grpo_ablations.json", section,
                 finding="Group size mattered little at a fixed 32 samples a step; GRPO on any of MAE, MSE, PSNR "
                         "or SSIM improved all four, the MAE and MSE rewards most."),
 )

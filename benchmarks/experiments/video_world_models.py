@@ -13,7 +13,7 @@ at the default frame skip, on the deterministic held-out PushT episodes every us
   to the previous frame, or to the last history frame single-step);
 * tokenizer flicker: token agreement of consecutive frames that barely differ in pixels.
 
-    python -m benchmarks.video_world_models [--episodes 12] [--samples 2]
+    python -m benchmarks.experiments.video_world_models [--episodes 12] [--samples 2]
 
 Writes benchmarks/results/video_world_models.{json,md}.
 """
@@ -28,9 +28,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
+
 from benchmarks import sections as fmt
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 KEYS = ("mae", "mse", "psnr", "ssim")
 #: PSNR of an exact copy is infinite; such a window counts as this many dB (the task caps its psnr reward alike)
 PSNR_CAP = 100.0
@@ -106,7 +107,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = str(setup_device(args.device).device)
-    result = {"command": "python -m benchmarks.video_world_models " + " ".join(argv or []),
+    result = {"command": "python -m benchmarks.experiments.video_world_models " + " ".join(argv or []),
               "machine": f"{platform.machine()}, {args.threads} threads, " + (
                   "CPU only" if device == "cpu" else torch.cuda.get_device_name(device)),
               "tokenizer": tokenizer_report(args.episodes),
@@ -199,8 +200,8 @@ def section(files: list[dict]) -> str:
 
 
 SECTIONS = (
-    fmt.Section("PushT video world models", ("video_world_models.json",), "python -m benchmarks.video_world_models",
-            section),
+    fmt.Section("PushT video world models", ("video_world_models.json",), "python -m benchmarks.experiments.video_world_models",
+                section),
 )
 
 

@@ -13,7 +13,7 @@ and 20 steps later. For every frame this measures PSNR, SSIM, MAE, MSE of
 
 and counts the tokens of one 5-frame clip under each tokenizer.
 
-    python -m benchmarks.compressed_tokenizer --tokenizer rlvr_envs/assets/video/pusht_compressed_tokenizer
+    python -m benchmarks.experiments.compressed_tokenizer --tokenizer rlvr_envs/assets/video/pusht_compressed_tokenizer
 
 Writes benchmarks/results/compressed_tokenizer.{json,md}.
 """
@@ -29,11 +29,11 @@ from pathlib import Path
 
 import torch
 
+from benchmarks import sections as fmt
 from rlvr_envs.video.compressed_tokenizer import CLIP_METRICS as KEYS
 from rlvr_envs.video.compressed_tokenizer import PSNR_CAP, evaluate_clips, heldout_clips
-from benchmarks import sections as fmt
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def markdown(result: dict) -> str:
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> dict:
     frame_tokenizer = FrameTokenizer.load(args.frame_tokenizer, device=device)
     _, test = load_episode_frames(args.data, args.test_every)
     clips = heldout_clips(test, args.frame_skip, 5, args.clip_stride, args.max_clips)
-    command = " ".join(["python -m benchmarks.compressed_tokenizer", *(sys.argv[1:] if argv is None else argv)])
+    command = " ".join(["python -m benchmarks.experiments.compressed_tokenizer", *(sys.argv[1:] if argv is None else argv)])
     result = {"command": command,
               "machine": f"{platform.machine()}, {args.threads} thread(s), CPU only",
               "tokenizer": args.tokenizer, "frame_tokenizer": args.frame_tokenizer, "data": args.data,
@@ -156,7 +156,7 @@ def section(files: list[dict]) -> str:
 
 SECTIONS = (
     fmt.Section("Compressed multi-step tokenizer", ("compressed_tokenizer.json",),
-            "python -m benchmarks.compressed_tokenizer", section),
+                "python -m benchmarks.experiments.compressed_tokenizer", section),
 )
 
 

@@ -1,6 +1,6 @@
 """Does a learned PushT simulator follow the actions it is given? One chunk, learned vs real.
 
-    python -m benchmarks.learned_sim_fidelity --starts 48 --models base,rlvr
+    python -m benchmarks.experiments.learned_sim_fidelity --starts 48 --models base,rlvr
 
 Planning and Real2Sim ask a world model what *other* actions than the recorded ones would
 do. This measures that directly: from `--starts` held-out states (3 real history frames and
@@ -23,13 +23,14 @@ import argparse
 import json
 import platform
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
-from functools import partial
+
 from benchmarks import sections as fmt
 
-RESULTS = Path(__file__).resolve().parent / "results" / "learned_sim_fidelity"
+RESULTS = Path(__file__).resolve().parents[1] / "results" / "learned_sim_fidelity"
 MODELS = {"base": None, "rlvr": "rlvr_envs/assets/video/pusht_single_step_rlvr_model"}
 KINDS = ("recorded", "shifted", "random")
 
@@ -130,7 +131,7 @@ def main(argv=None) -> int:
                           "real_agent_motion_px_median": float(np.median(moved))}
         return rows
 
-    report = {"command": "python -m benchmarks.learned_sim_fidelity " + " ".join(argv if argv is not None else
+    report = {"command": "python -m benchmarks.experiments.learned_sim_fidelity " + " ".join(argv if argv is not None else
                                                                                   __import__("sys").argv[1:]),
               "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}", "time": time.strftime("%Y-%m-%d %H:%M"),
               "starts": len(starts), "results": {"copy (no motion)": errors(None)}}
@@ -200,35 +201,35 @@ def section(files: list[dict], heading: str = "Does the learned simulator follow
 
 def _table_section(title: str, stem: str, heading: str,
                       arguments: str = "--horizon 5 --models NAME=DIR ...", finding: str = "") -> fmt.Section:
-    """A `benchmarks.learned_sim_fidelity --out benchmarks/results/STEM` table."""
+    """A `benchmarks.experiments.learned_sim_fidelity --out benchmarks/results/STEM` table."""
     return fmt.Section(title, (f"{stem}.json",),
-                   f"python -m benchmarks.learned_sim_fidelity {arguments} --out benchmarks/results/{stem}",
+                   f"python -m benchmarks.experiments.learned_sim_fidelity {arguments} --out benchmarks/results/{stem}",
                    partial(section, heading=heading), finding=finding)
 
 
 SECTIONS = (
     fmt.Section("Does the learned simulator follow its actions?", ("learned_sim_fidelity.json",),
-            "python -m benchmarks.learned_sim_fidelity", section,
+                "python -m benchmarks.experiments.learned_sim_fidelity", section,
                 finding="The first shipped MLE model follows shifted actions little better than predicting no "
                         "motion; its RLVR (-MAE) successor worse, its objects often unreadable."),
     _table_section("Longer MLE and the pose reward: action following", "learned_sim_fidelity_pose_reward",
-                      "Action following after longer MLE and GRPO on the pose reward", "--models NAME=DIR ...",
-                finding="Longer MLE made the model follow shifted actions far better than no motion; pose-reward "
-                        "GRPO then placed the block better and the agent worse."),
+                   "Action following after longer MLE and GRPO on the pose reward", "--models NAME=DIR ...",
+                   finding="Longer MLE made the model follow shifted actions far better than no motion; pose-reward "
+                           "GRPO then placed the block better and the agent worse."),
     _table_section("Action following over several chunks", "learned_sim_fidelity_rollouts",
-                      "Action following over several chunks, and GRPO on the model's own rollouts",
-                finding="One chunk is followed, five are not: after five CEM-like chunks every model loses most "
-                        "of the agent's motion; rollout GRPO fixed the block, not the agent."),
+                   "Action following over several chunks, and GRPO on the model's own rollouts",
+                   finding="One chunk is followed, five are not: after five CEM-like chunks every model loses most "
+                           "of the agent's motion; rollout GRPO fixed the block, not the agent."),
     _table_section("Action following of the retrained models", "learned_sim_fidelity_retrained",
-                      "Action following of the shipped MLE12k and rollout-GRPO models, and of rollout GRPO with "
-                      "the agent's error weighted 3x",
-                finding="The retrained MLE12k model matches the first training's fidelity; weighting the agent's "
-                        "error 3x placed the agent only a little better."),
+                   "Action following of the shipped MLE12k and rollout-GRPO models, and of rollout GRPO with "
+                   "the agent's error weighted 3x",
+                   finding="The retrained MLE12k model matches the first training's fidelity; weighting the agent's "
+                           "error 3x placed the agent only a little better."),
     _table_section("Action following after MLE on CEM-like episodes", "learned_sim_fidelity_cem_data",
-                      "Action following after 4000 more MLE steps on data with CEM-like episodes, and after "
-                      "rollout GRPO from there",
-                finding="MLE on CEM-like episodes halved the block error on a shifted chunk but left the agent "
-                        "where it was."),
+                   "Action following after 4000 more MLE steps on data with CEM-like episodes, and after "
+                   "rollout GRPO from there",
+                   finding="MLE on CEM-like episodes halved the block error on a shifted chunk but left the agent "
+                           "where it was."),
 )
 
 
