@@ -160,15 +160,28 @@ class Section:
         return f"**{self.title}** ({files}): {NOT_MEASURED}; `{self.command}` writes it."
 
 
-def missing_fields(committed: Any, fresh: Any, path: str = "") -> list[str]:
+def missing_fields(committed: Any, fresh: Any, names: tuple[str, ...] = (), path: str = "") -> list[str]:
     """The fields a fresh run of a benchmark writes that its committed result lacks (as JSON
-    pointers): a committed result older than the code that presents it is caught by its test."""
+    pointers), so that a committed result older than the code presenting it fails its test. A
+    mapping of names to records (every value a dict: models, seeds, policies), or one at a pointer
+    in `names`, is data, not fields: a fresh entry is compared with the committed entry of its
+    name, else with every committed entry (a field is missing when none has it)."""
     if isinstance(fresh, dict) and isinstance(committed, dict):
-        return [f for key, value in fresh.items()
-                for f in ([f"{path}/{key}"] if key not in committed else
-                          missing_fields(committed[key], value, f"{path}/{key}"))]
+        records = path in names or (bool(fresh) and bool(committed) and all(
+            isinstance(v, dict) for v in (*fresh.values(), *committed.values())))
+        missing = []
+        for key, value in fresh.items():
+            here = f"{path}/{key}"
+            if key in committed:
+                missing += missing_fields(committed[key], value, names, here)
+            elif records:  # a name the committed run lacks is data (and an empty mapping has nothing to compare)
+                each = [missing_fields(entry, value, names, here) for entry in committed.values()]
+                missing += [f for f in each[0] if all(f in other for other in each[1:])] if each else []
+            else:
+                missing.append(here)
+        return missing
     if isinstance(fresh, list) and isinstance(committed, list) and fresh and committed:
-        return missing_fields(committed[0], fresh[0], f"{path}/0")
+        return missing_fields(committed[0], fresh[0], names, f"{path}/0")
     return []
 
 

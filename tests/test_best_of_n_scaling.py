@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from benchmarks import sections
+
 
 def test_curve_points_and_matching_n():
     from benchmarks.experiments.best_of_n_scaling import curve_points, matching_n
@@ -22,6 +24,8 @@ def test_writes_a_curve_that_never_worsens_with_n(tmp_path):
     out = tmp_path / "bon.json"
     assert main(["--transitions", "3", "--max-n", "3", "--threads", "1", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
+    gaps = sections.missing_fields(sections.load("best_of_n_scaling.json"), report)
+    assert gaps == [], f"rerun the committed run: it lacks {gaps}"
     assert set(report["models"]) == {"mle_base", "rlvr"}
     for model in report["models"].values():
         assert list(model["curve"]) == ["1", "2", "3"]

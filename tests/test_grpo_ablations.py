@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from benchmarks import sections
+
 
 def test_plan_shares_the_group8_mae_run_and_rejects_bad_group_sizes(tmp_path):
     from benchmarks.experiments.grpo_ablations import parse, plan
@@ -27,6 +29,9 @@ def test_runs_write_both_tables_and_are_reused(tmp_path, monkeypatch):
             "--train-episodes", "2", "--threads", "1", "--runs", str(tmp_path / "runs"), "--out", str(out)]
     assert grpo_ablations.main(argv) == 0
     report = json.loads(out.read_text())
+    # the committed run predates --device (it ran on the CPU); any other field it lacks needs a rerun
+    gaps = sections.missing_fields(sections.load("grpo_ablations.json"), report)
+    assert gaps == ["/config/device"], gaps
     assert list(report["runs"]) == ["group16_mae", "group8_mae", "group8_ssim"]
     ssim = report["runs"]["group8_ssim"]
     assert ssim["reward"] == "ssim" and ssim["group_size"] == 8 and "reward=ssim" in ssim["command"]

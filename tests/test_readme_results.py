@@ -88,6 +88,14 @@ def test_a_committed_result_that_lacks_a_field_its_benchmark_now_writes_is_caugh
     assert fmt.missing_fields(fresh, fresh) == []
     older = {"models": {"rlvr": {"sampled": {"mae": 0.2}}}, "rows": [{"a": 1}], "retired": 1}
     assert fmt.missing_fields(older, fresh) == ["/models/rlvr/sampled/block_error", "/rows/0/b"]
+    # models named otherwise in a tiny run are compared with a committed model's record
+    renamed = {"models": {"tiny": {"sampled": {"mae": 0.1, "block_error": 3.0}}}, "rows": [{"a": 1, "b": 2}]}
+    assert fmt.missing_fields(older, renamed) == ["/models/tiny/sampled/block_error", "/rows/0/b"]
+    assert fmt.missing_fields(fresh, renamed) == []
+    # a mapping of names to paths is data only where the caller says so
+    paths = {"models": {"base": "/x"}}
+    assert fmt.missing_fields({"models": {"mle": "/y"}}, paths) == ["/models/base"]
+    assert fmt.missing_fields({"models": {"mle": "/y"}}, paths, names=("/models",)) == []
 
 
 def test_readme_is_a_front_door():
