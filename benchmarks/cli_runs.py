@@ -60,7 +60,9 @@ def section_demo_text(files: list[dict]) -> str:
             f"{d['held_out_transitions']} held-out transitions; the last column is the paired difference from the "
             f"SFT model in exact accuracy on changed transitions.\n\n"
             + fmt.table(["model", "exact", "exact (changed)", "exact (unchanged)", "mean reward", "changed vs sft"],
-                     ["---", "---:", "---:", "---:", "---:", "---"], rows))
+                        ["---", "---:", "---:", "---:", "---:", "---"], rows))
+
+
 SECTIONS = (
     fmt.Section("`rlvr-world demo`", ("demo_pusht/results.json",), "rlvr-world demo --out runs/demo", section_demo),
     fmt.Section("`rlvr-world demo --domain text`", ("demo_text/results.json",),

@@ -103,6 +103,8 @@ def summary() -> str:
                      "held-out transitions")
     return fmt.wrap(f"On one {' and '.join(devices)} ({len(runs)} runs of `python -m benchmarks.gpu_check --device cuda`, "
                  f"minutes each; [{fmt.SHOWN}/gpu_check/]({fmt.SHOWN}/gpu_check/README.md)): " + "; ".join(facts) + ".") + "\n"
+
+
 SECTIONS = (
     fmt.Section("GPU check on one H200", ("gpu_check/*/gpu_check.json",), "python -m benchmarks.gpu_check --device cuda",
                 section, pattern=True, shown="gpu_check/<run>/gpu_check.json"),

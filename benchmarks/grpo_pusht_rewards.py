@@ -325,7 +325,7 @@ def goal() -> goals.GoalRow | None:
                    ("/rewards/pose/seeds_beating_copy_last", "/rewards/pose/seeds")))
     worst = max(reward["change_from_base"][key]["high"] for key, _ in GRPO_JUDGED)
     return goals.GoalRow("PushT GRPO vs the MLE base: held-out sampled MAE and the judge's agent, block and angle errors",
-                   measured, baseline, "<= 0 each", "met" if worst < 0 else "**not met**", file, quoted)
+                         measured, baseline, "<= 0 each", "met" if worst < 0 else "**not met**", file, quoted)
 
 
 SECTIONS = (

@@ -297,16 +297,16 @@ def section(files: list[dict], heading: str = "Language world models") -> str:
             f"{first} in reward and in exact accuracy on changed transitions (mean ± standard error, paired "
             f"t-test).\n\n"
             + fmt.table(["model", "training", "mean reward", "exact", "exact (changed)", "exact (unchanged)",
-                      f"reward vs {first}", f"changed vs {first}"],
-                     ["---", "---", "---:", "---:", "---:", "---:", "---", "---"], rows))
+                         f"reward vs {first}", f"changed vs {first}"],
+                        ["---", "---", "---:", "---:", "---:", "---:", "---", "---"], rows))
     groups = d.get("seed_groups") or {}
     if groups:
         def ms(g: dict, key: str) -> str:
             return f"{g[key]['mean']:.3f} ± {g[key]['std']:.3f}" if key in g else ""
         text += ("\n\nOver training seeds (mean ± sample standard deviation):\n\n"
                  + fmt.table(["recipe", "seeds", "exact", "exact (changed)", "exact (unchanged)",
-                           f"changed vs {first}"], ["---", "---:", "---:", "---:", "---:", "---:"],
-                          [[name, str(len(g["members"])), ms(g, "accuracy"), ms(g, "accuracy_changed"),
+                              f"changed vs {first}"], ["---", "---:", "---:", "---:", "---:", "---:"],
+                             [[name, str(len(g["members"])), ms(g, "accuracy"), ms(g, "accuracy_changed"),
                             ms(g, "accuracy_unchanged"), ms(g, "changed_vs_first")] for name, g in groups.items()]))
     sampled = {name: r["sampled"] for name, r in d["models"].items() if r.get("sampled")}
     if sampled:
@@ -315,9 +315,9 @@ def section(files: list[dict], heading: str = "Language world models") -> str:
                  "the share of transitions some sample solves, per-sample accuracy the share of samples that solve "
                  "theirs; greedy is the greedy answer's accuracy (changed transitions).\n\n"
                  + fmt.table(["model", "greedy (changed)", "per-sample (changed)", f"pass@{s['samples']} (changed)",
-                           "per-sample (unchanged)", f"pass@{s['samples']} (unchanged)"],
-                          ["---", "---:", "---:", "---:", "---:", "---:"],
-                          [[name, f"{d['models'][name]['accuracy_changed']:.3f}", f"{r['sample_accuracy_changed']:.3f}",
+                              "per-sample (unchanged)", f"pass@{s['samples']} (unchanged)"],
+                             ["---", "---:", "---:", "---:", "---:", "---:"],
+                             [[name, f"{d['models'][name]['accuracy_changed']:.3f}", f"{r['sample_accuracy_changed']:.3f}",
                             f"{r['pass_at_k_changed']:.3f}", f"{r['sample_accuracy_unchanged']:.3f}",
                             f"{r['pass_at_k_unchanged']:.3f}"] for name, r in sampled.items()]))
     return text
@@ -326,9 +326,9 @@ def section(files: list[dict], heading: str = "Language world models") -> str:
 def _text_game_section(title: str, stem: str, arguments: str, heading: str, finding: str = "") -> fmt.Section:
     """A MiniTextWorld (task reward) language-world-model results section: one file, one command."""
     return fmt.Section(title, (f"{stem}.json",),
-                   "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 "
+                       "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 "
                    f"{arguments} --out benchmarks/results/{stem}.json",
-                   partial(section, heading=heading), finding=finding)
+                       partial(section, heading=heading), finding=finding)
 
 
 def _text_recipes() -> list[tuple[str, str, dict, float]]:

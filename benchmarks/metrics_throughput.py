@@ -216,7 +216,7 @@ def section(files: list[dict]) -> str:
     rows = [[NETS.get(r["lpips_net"], r["lpips_net"]), row["resolution"], f"{row['batched_over_per_frame']:.2f}x",
              f"{row['group_batched_over_per_frame']:.2f}x"] for r in runs for row in r["results"]]
     text += fmt.table(["net", "resolution", "batched / per-frame", "GRPO group of 16 on one target / per-frame"],
-                   ["---", "---", "---:", "---:"], rows) + "\n\n"
+                      ["---", "---", "---:", "---:"], rows) + "\n\n"
     best = max(row["batched_over_per_frame"] for r in runs for row in r["results"])
     devices = {str(r.get("machine", {}).get("device", "")).lower() for r in runs}
     if best >= goals.GOAL_BATCHED_REWARD_SPEEDUP:

@@ -253,13 +253,13 @@ def _one_planning_agreement(d: dict) -> str:
             f"candidate it ranks first (best candidate {ref['oracle_pick_distance']['mean']:.1f} px, an average one "
             f"{ref['mean_candidate_distance']['mean']:.1f}).\n\n"
             + fmt.table(["simulator", "rank corr. with true-sim cost", "rank corr. with goal distance",
-                      f"top-{d['top_k']} overlap", "goal distance of its pick (px)"],
-                     ["---", "---:", "---:", "---:", "---:"], rows)
+                         f"top-{d['top_k']} overlap", "goal distance of its pick (px)"],
+                        ["---", "---:", "---:", "---:", "---:"], rows)
             + "\n\nPaired differences over the same episodes and candidates (mean ± standard error, paired "
               "t-test):\n\n"
             + fmt.table(["pair", "rank corr. with true-sim cost", "rank corr. with goal distance",
-                      f"top-{d['top_k']} overlap", "goal distance of its pick (px)"],
-                     ["---", "---", "---", "---", "---"], pairs))
+                         f"top-{d['top_k']} overlap", "goal distance of its pick (px)"],
+                        ["---", "---", "---", "---", "---"], pairs))
 
 
 SECTIONS = (

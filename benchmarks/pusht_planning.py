@@ -168,7 +168,7 @@ def section(files: list[dict], heading: str = "PushT CEM planning") -> str:
         rows.append([PLANNERS.get(name, name), str(s["episodes"]), str(s["successes"]), f"{s['success_rate']:.2f}",
                      f"[{low:.2f}, {high:.2f}]", f"{s['seconds_per_episode']:.1f}"])
     table = fmt.table(["planner", "episodes", "successes", "success rate", "95% CI (Wilson)", "s/episode"],
-                   ["---", "---:", "---:", "---:", "---", "---:"], rows)
+                      ["---", "---:", "---:", "---:", "---", "---:"], rows)
     summary = d["summary"]
     if {"base", "rlvr", "true_sim"} <= set(summary):
         base, rlvr, true = (summary[k]["success_rate"] for k in ("base", "rlvr", "true_sim"))
@@ -183,8 +183,8 @@ def section(files: list[dict], heading: str = "PushT CEM planning") -> str:
 def _table_section(title: str, stem: str, runs: str, heading: str | None = None, finding: str = "") -> fmt.Section:
     """A PushT planning table joined by `benchmarks.pusht_planning --merge RUNS --out` its folder."""
     return fmt.Section(title, (f"{stem}/results.json",),
-                   f"python -m benchmarks.pusht_planning --merge {runs} --out benchmarks/results/{stem}",
-                   partial(section, heading=heading or title), finding=finding)
+                       f"python -m benchmarks.pusht_planning --merge {runs} --out benchmarks/results/{stem}",
+                       partial(section, heading=heading or title), finding=finding)
 
 
 def _planning_tables() -> list[tuple[str, dict]]:

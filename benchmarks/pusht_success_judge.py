@@ -184,7 +184,7 @@ def section(files: list[dict]) -> str:
     rows = [[f"{b['bar']:g}", str(b["env_successes"]), str(b["judge_successes"]), str(b["both"]),
              fmt.fraction(b["precision"]), fmt.fraction(b["recall"])] for b in s["success"]]
     return text + fmt.table(["coverage bar", "env successes", "judge successes", "both", "judge precision",
-                          "judge recall"], ["---:"] * 6, rows)
+                             "judge recall"], ["---:"] * 6, rows)
 
 
 def goal() -> goals.GoalRow | None:

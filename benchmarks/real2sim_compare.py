@@ -122,7 +122,7 @@ def section(files: list[dict]) -> str:
                 f"{_LEARNED_START[d.get('start_from', 'frame')]} (the real sim: from the physics state); each start "
                 f"is `--lead` steps before a held-out episode's {_LEAD_FROM[d.get('lead_from', 'end')]}.\n\n")
         text += fmt.table(["policy", "success in the learned sim", "in the real sim (judged)", "in the real env",
-                        "starts"], ["---", "---:", "---:", "---:", "---:"], rows) + "\n\n"
+                           "starts"], ["---", "---:", "---:", "---:", "---:"], rows) + "\n\n"
         text += (f"Learned sim vs real (judged): Pearson {metric_text(s, 'pearson')}, MMRV {metric_text(s, 'mmrv')} "
                  f"(in brackets the 95% range when the starts are drawn again); vs the "
                  f"real env's own success: Pearson {_number(s['pearson_vs_env_success'])}, MMRV "

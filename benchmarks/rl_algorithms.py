@@ -365,7 +365,7 @@ def section(files: list[dict]) -> str:
             f"samples, lr {c['lr']:g}, KL {c['beta']:g}, from the shipped MLE model; held-out sampled MAE on "
             f"{c['eval_windows']} transitions (lower is better), mean ± sd over seeds.\n\n"
             + fmt.table(["method", "seeds", "start", "final", "train s / run"], ["---", "---:", "---:", "---:", "---:"],
-                     rows))
+                        rows))
 
 
 SECTIONS = (

@@ -307,8 +307,8 @@ def section(files: list[dict]) -> str:
             f"proposes {c['k']} candidates (noise {c['noise']}), the world model predicts each one's page changes and "
             f"the rule-based value picks one.{skipped}\n\n"
             + fmt.table(["agent", "episodes", "successes", "success rate", "95% CI (Wilson)",
-                      "unparsable predictions", "s/episode"], ["---", "---:", "---:", "---:", "---", "---:", "---:"],
-                     rows) + _web_agent_verdict(d))
+                         "unparsable predictions", "s/episode"], ["---", "---:", "---:", "---:", "---", "---:", "---:"],
+                        rows) + _web_agent_verdict(d))
 
 
 def _web_agent_verdict(d: dict) -> str:

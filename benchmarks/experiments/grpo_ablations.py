@@ -186,7 +186,7 @@ def section(files: list[dict]) -> str:
             f"{c['lr']:g}, KL {c['beta']:g}, seed {c['seed']}, one run per cell; held-out sampled metrics on "
             f"{c['eval_windows']} transitions. Group size at a fixed 32 samples per step (reward -MAE):\n\n"
             + fmt.table(["prompts x group", "final MAE", "MAE change", "final SSIM", "train s"],
-                     ["---", "---:", "---:", "---:", "---:"], groups)
+                        ["---", "---:", "---:", "---:", "---:"], groups)
             + "\n\nWhat optimising one metric does to the others (change from the start model; MAE and MSE: "
               "lower is better, PSNR and SSIM: higher is better):\n\n"
             + fmt.table(["trained on", "MAE", "MSE", "PSNR", "SSIM"], ["---", "---:", "---:", "---:", "---:"], matrix))

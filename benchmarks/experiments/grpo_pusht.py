@@ -273,7 +273,7 @@ def section_single(files: list[dict]) -> str:
                "object errors: this run predates both; the reward comparison below judges -MAE by the objects")
             + "):\n\n")
     text += fmt.table(["model", "sampled MAE", "vs MLE base", "SSIM", "PSNR", "greedy MAE"],
-                   ["---", "---:", "---:", "---:", "---:", "---:"], _grpo_rows(d)) + "\n\n"
+                      ["---", "---:", "---:", "---:", "---:", "---:"], _grpo_rows(d)) + "\n\n"
     grpo_beats = all(m["sampled"]["mae"] < copy for m in grpo)
     base_beats = base["sampled"]["mae"] < copy
     if grpo_beats and not base_beats:

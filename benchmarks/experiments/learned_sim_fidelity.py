@@ -196,15 +196,15 @@ def section(files: list[dict], heading: str = "Does the learned simulator follow
             f"against the real one after the same chunks (median errors in arena pixels of 512, over the frames where "
             f"the position could be read by the judge's readers; \"copy\" predicts no motion).{verdict}\n\n"
             + fmt.table(["simulator", "chunk", "agent error", "block error (median / mean)", "positions read",
-                      "real agent motion"], ["---", "---", "---:", "---:", "---:", "---:"], rows))
+                         "real agent motion"], ["---", "---", "---:", "---:", "---:", "---:"], rows))
 
 
 def _table_section(title: str, stem: str, heading: str,
-                      arguments: str = "--horizon 5 --models NAME=DIR ...", finding: str = "") -> fmt.Section:
+                   arguments: str = "--horizon 5 --models NAME=DIR ...", finding: str = "") -> fmt.Section:
     """A `benchmarks.experiments.learned_sim_fidelity --out benchmarks/results/STEM` table."""
     return fmt.Section(title, (f"{stem}.json",),
-                   f"python -m benchmarks.experiments.learned_sim_fidelity {arguments} --out benchmarks/results/{stem}",
-                   partial(section, heading=heading), finding=finding)
+                       f"python -m benchmarks.experiments.learned_sim_fidelity {arguments} --out benchmarks/results/{stem}",
+                       partial(section, heading=heading), finding=finding)
 
 
 SECTIONS = (

@@ -224,7 +224,7 @@ def section(files: list[dict]) -> str:
             "with other random generators; *determined* is the share of gold lines every re-run reproduces, "
             "*in the prompt* the share whose item name the prompt holds (the rest are the seed's fixed site).\n\n"
             + fmt.table(["action kind", "transitions", "gold lines", "determined", "before one site", "in the prompt",
-                      "search by its rule"], ["---", "---:", "---:", "---:", "---:", "---:", "---:"], rows)
+                         "search by its rule"], ["---", "---:", "---:", "---:", "---:", "---:", "---:"], rows)
             + f"\n\nThe goal (>= {d['goal']:.0%} determined on the deterministic kinds) is "
             f"**{'met' if d['goal_met'] else 'not met'}**.")
 

@@ -241,7 +241,7 @@ def section(files: list[dict]) -> str:
             f"{d['grpo_args']['group_size']}, repetition penalty {d['penalty']} per repeated frame; training time "
             f"{seconds}.\n\n"
             + fmt.table(["row", "MAE", "vs base", "SSIM", "PSNR", "repetition", "draws / prediction",
-                      "generated tokens (training + test)"], ["---", "---:", "---:", "---:", "---:", "---:", "---:",
+                         "generated tokens (training + test)"], ["---", "---:", "---:", "---:", "---:", "---:", "---:",
                                                               "---:"], rows) + _repetition_findings(d))
     return ("**Table 3 analogue: repetition rejection, RLVR, repetition penalty, continued MLE** "
             "(`python -m benchmarks.experiments.repetition_table`; repetition is RLVR-World's token-identity definition; the "

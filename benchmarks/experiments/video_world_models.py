@@ -164,7 +164,7 @@ def section(files: list[dict]) -> str:
              fmt.rate(m[key]["repetition"]) if "repetition" in m[key] else "n/a"] for key, label in names]
     frames = f" ({future} frames)" if future else ""
     text += fmt.table(["prediction", "single-step MAE", f"multi-step MAE{frames}", "multi-step repetition"],
-                   ["---", "---:", "---:", "---:"], rows) + "\n\n"
+                      ["---", "---:", "---:", "---:"], rows) + "\n\n"
 
     def versus(table: dict, name: str) -> str:
         model, copy = table[name], table["copy_last_frame_tokens"]
