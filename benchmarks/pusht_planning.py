@@ -177,6 +177,9 @@ def section(files: list[dict], heading: str = "PushT CEM planning") -> str:
         table += (f"\n\nThe issue's goal (the RLVR model at least matches the base and reaches 80% of the "
                   f"true simulator's success) is {'met' if met else '**not met**'}: RLVR {rlvr:.2f} vs base "
                   f"{base:.2f}, {share} of the true simulator's {true:.2f}.")
+    picture = Path(d["_file"]).parent / "success.png"  # written beside the table by --merge
+    if (fmt.RESULTS / picture).is_file():
+        table += f"\n\n![CEM success per planner, with 95% intervals](../{fmt.SHOWN}/{picture.as_posix()})"
     return text + table
 
 
