@@ -138,7 +138,8 @@ def render_experiments() -> str:
     for page, question, titles in EXPERIMENTS:
         parts.append(f"## [{question}](experiments/{page}.md)")
         parts.append("\n".join(f"* [{s.title}](experiments/{page}.md#{fmt.anchor(s.title)}): {s.finding}"
-                               for s in by_title(*titles)))
+                               + "".join(f"\n  * {fmt.shown(f)}: {s.run_line(fmt.load(f))}" for f in s.paths()
+                                         if s.run_line) for s in by_title(*titles)))
     shown = {f for s in SECTIONS for f in s.paths()}
     other = sorted(str(f.relative_to(fmt.RESULTS)) for f in fmt.RESULTS.rglob("*.json")
                    if str(f.relative_to(fmt.RESULTS)) not in shown)

@@ -108,6 +108,14 @@ def real2sim_summary(d: dict) -> dict:
     return s if "pearson_interval" in s else {**start_intervals(d.get("rollouts", [])), **s}
 
 
+def run_line(d: dict) -> str:
+    """A Real2Sim run in one line: its simulator, starts and policies, and how it ranked them."""
+    s = d["summary"]
+    model = Path(d["model"]).name if d.get("model") else "?"
+    return (f"{model}, {d['policies'][0]['starts']} starts x {len(d['policies'])} policies: Pearson "
+            f"{s['pearson']:.2f}, MMRV {s['mmrv']:.2f}")
+
+
 def section(files: list[dict]) -> str:
     from rlvr_envs.policy_eval.real2sim import metric_text, probe_sentences
 
@@ -256,7 +264,7 @@ SECTIONS = (
                 "rlvr-world policy-eval --data heldout_b --starts 40 --out benchmarks/results/real2sim/<run>", section),
     fmt.Section("Real2Sim on PushT", ("real2sim/*/results.json",),
                 "rlvr-world policy-eval --out benchmarks/results/real2sim/<run>", section, pattern=True,
-                shown="real2sim/<run>/results.json", exclude=(CURRENT,),
+                shown="real2sim/<run>/results.json", exclude=(CURRENT,), run_line=run_line,
                 finding="Every other Real2Sim run: the simulators, data, starts and judges tried before the "
                         "default; most let policies that never finish the task succeed in the learned simulator."),
 )

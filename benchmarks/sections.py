@@ -133,6 +133,7 @@ class Section:
     shown: str | None = None  #: how `files` is written when absent (a pattern's placeholder)
     exclude: tuple[str, ...] = field(default=())  #: a pattern's files that another section shows
     finding: str = ""  #: what the run found, in one line (the experiments index lists it)
+    run_line: Callable[[dict], str] | None = None  #: a pattern's run in one line, for the experiments index
 
     def paths(self) -> list[str]:
         """The results files this section reads that exist now."""
