@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import goals
+from benchmarks import sections as fmt
 from trainers.demo import DEFAULT_POSE_WEIGHTS, OBJECT_COLUMNS, REWARDS, SIGNIFICANT_P, reward_kwargs, reward_text
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -259,6 +261,89 @@ def plot(report: dict, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def run_line(d: dict) -> str:
+    """A reward run in one line: per reward, in how many seeds all four errors fell beyond noise."""
+    return "; ".join(f"`{' '.join(r['env_kwargs'])}`, {d['grpo_steps']} steps: all four lower than the MLE base in "
+                     f"{r['seeds_all_lower_than_base']} of {r['seeds']} seeds, copy-last-frame beaten in "
+                     f"{r['seeds_beating_copy_last']}" for r in d["rewards"].values())
+
+
+def section(files: list[dict]) -> str:
+    """benchmarks.grpo_pusht_rewards renders its own tables; this adds each run's command, file and
+    picture (the reward comparison first, then the variants: other weights or steps)."""
+    parts = []
+    for d in files:
+        body = render(d).split("\n", 4)[4]  # its heading and command line are said here
+        rewards = " and ".join(f"`{' '.join(r['env_kwargs'])}`" for r in d["rewards"].values())
+        parts.append(f"**GRPO on {rewards}, {d['grpo_steps']} steps** (`{d['command']}`, {fmt.shown(d['_file'])}; "
+                     f"{fmt.machine(d)}): {body.strip()}\n\n"
+                     f"![MAE against the agent's error per model](../{fmt.SHOWN}/{Path(d['_file']).with_suffix('.png')})")
+    return "\n\n".join(parts)
+
+
+CURRENT = ("grpo_pusht_rewards.json", "grpo_pusht_rewards_pose_120steps.json")  #: the comparison, the demo's run
+
+
+GRPO_JUDGED = (("mae", "MAE"), ("agent_error", "agent"), ("block_error", "block"), ("angle_error", "angle"))
+
+
+def _grpo_reward_runs() -> list[tuple[str, dict]]:
+    """(file, results) of every committed benchmarks.grpo_pusht_rewards run, by name."""
+    return [(str(path.relative_to(fmt.RESULTS)), fmt.load(str(path.relative_to(fmt.RESULTS))))
+            for path in sorted(fmt.RESULTS.glob("grpo_pusht_rewards*.json"))]
+
+
+def goal() -> goals.GoalRow | None:
+    """PushT GRPO as the demo runs it (its reward, weights and steps): the MAE and the agent, block and
+    angle errors all lower than the MLE base in every seed (each seed's 95% interval below 0), beside
+    copy-last-frame and beside what -MAE does to the agent."""
+    from trainers.demo import DEFAULT_STEPS
+
+    runs = _grpo_reward_runs()
+    demo = [(f, d) for f, d in runs if d.get("grpo_steps") == DEFAULT_STEPS["pusht"]
+            and d.get("rewards", {}).get("pose", {}).get("env_kwargs") == list(reward_kwargs("pose"))]
+    if not demo:
+        return None
+    file, d = demo[0]
+    reward, pointer = d["rewards"]["pose"], "/rewards/pose/change_from_base"
+    parts, quoted = [], []
+    for key, name in GRPO_JUDGED:
+        text = f"{name} {change_text(reward['change_from_base'][key])}"
+        parts.append(text)
+        quoted.append((text, tuple(f"{pointer}/{key}/{end}" for end in ("mean", "low", "high"))))
+    measured = (f"reward pose, {d['grpo_steps']} steps (the demo's), {reward['seeds']} seeds: {'; '.join(parts)}; "
+                f"all four lower beyond noise in {reward['seeds_all_lower_than_base']} of {reward['seeds']} seeds")
+    quoted.append((f"in {reward['seeds_all_lower_than_base']} of {reward['seeds']} seeds",
+                   ("/rewards/pose/seeds_all_lower_than_base", "/rewards/pose/seeds")))
+    pixels = next(((f, r) for f, r in runs if "mae" in r.get("rewards", {})), None)
+    if pixels:
+        agent = pixels[1]["rewards"]["mae"]["change_from_base"]["agent_error"]["mean"]
+        measured += f" (reward -MAE, {pixels[1]['grpo_steps']} steps, `{fmt.SHOWN}/{pixels[0]}`: agent {agent:+.1f} px)"
+    copy = d["baselines"]["copy_last_frame_tokens"]
+    units = {key: (unit, scale) for key, _, unit, scale in OBJECT_COLUMNS}
+    shown = [f"MAE {copy['mae']:.5f}", *(f"{name} {copy[key] * units[key][1]:.1f} {units[key][0]}"
+                                         for key, name in GRPO_JUDGED[1:])]
+    baseline = (f"copy-last-frame: {', '.join(shown)}; beaten in {reward['seeds_beating_copy_last']} of "
+                f"{reward['seeds']} seeds")
+    quoted.append((f"beaten in {reward['seeds_beating_copy_last']} of {reward['seeds']} seeds",
+                   ("/rewards/pose/seeds_beating_copy_last", "/rewards/pose/seeds")))
+    worst = max(reward["change_from_base"][key]["high"] for key, _ in GRPO_JUDGED)
+    return goals.GoalRow("PushT GRPO vs the MLE base: held-out sampled MAE and the judge's agent, block and angle errors",
+                         measured, baseline, "<= 0 each", "met" if worst < 0 else "**not met**", file, quoted)
+
+
+SECTIONS = (
+    fmt.Section("GRPO reward: pixels and objects", CURRENT,
+                "python -m benchmarks.grpo_pusht_rewards --rewards pose mae --seeds 0 1 2", section),
+    fmt.Section("GRPO reward variants: other weights and steps", ("grpo_pusht_rewards*.json",),
+                "python -m benchmarks.grpo_pusht_rewards --rewards pose --name NAME ...", section, pattern=True,
+                shown="grpo_pusht_rewards*.json", exclude=CURRENT, run_line=run_line,
+                finding="At 60 steps neither lighter pose weights nor the agent's weighted most lowered all four "
+                        "errors beyond noise in every seed; none beat copying the last frame."),
+)
 
 
 if __name__ == "__main__":

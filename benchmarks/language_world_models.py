@@ -33,10 +33,13 @@ import platform
 import shlex
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from baselines.text import nothing_changes
+from benchmarks import goals
+from benchmarks import sections as fmt
 from rlvr_envs.integrations.hf import compare_reports
 
 
@@ -263,6 +266,174 @@ def main(argv: list[str] | None = None) -> int:
     print(markdown(report))
     print(f"wrote {out} and {out.with_suffix('.md')}")
     return 0
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def paired_cell(test: dict | None) -> str:
+    return "" if not test else (f"{test['mean_difference']:+.3f} ± {test['standard_error']:.3f} "
+                                f"(p {fmt.p_value(test['p_value'])})")
+
+
+def section(files: list[dict], heading: str = "Language world models") -> str:
+    d = files[0]
+    c = d["config"]
+    first = next(iter(d["models"]))
+    rows = []
+    entries = [*d["models"].items(), *((f"{k} (baseline)", v) for k, v in (d.get("baselines") or {}).items())]
+    for name, r in entries:
+        versus = r.get("versus_first") or {}
+        if "mean_difference" in versus:  # files written before the changed / unchanged tests
+            versus = {"reward": versus}
+        trained = " then ".join(f"{t['stage']} {t['steps']} steps ({t['seconds'] / 60:.0f} min)"
+                                for t in r.get("training") or [] if t.get("steps") is not None
+                                and t.get("seconds") is not None)
+        rows.append([name, trained, f"{r['reward']:.3f}", f"{r['accuracy']:.3f}",
+                     f"{r['accuracy_changed']:.3f} ({r['n_changed']})",
+                     f"{r['accuracy_unchanged']:.3f} ({r['n_unchanged']})", paired_cell(versus.get("reward")),
+                     paired_cell(versus.get("exact_changed"))])
+    text = (f"**{heading} on {c['env_id']}** (`{d['command']}`, {fmt.shown(d['_file'])}; {d['machine']}, "
+            f"{d['date']}): greedy answers to the same {c['transitions']} held-out transitions; reward: "
+            f"{c['reward'] or 'the task reward'}; the last two columns are each row's paired difference from "
+            f"{first} in reward and in exact accuracy on changed transitions (mean ± standard error, paired "
+            f"t-test).\n\n"
+            + fmt.table(["model", "training", "mean reward", "exact", "exact (changed)", "exact (unchanged)",
+                         f"reward vs {first}", f"changed vs {first}"],
+                        ["---", "---", "---:", "---:", "---:", "---:", "---", "---"], rows))
+    groups = d.get("seed_groups") or {}
+    if groups:
+        def ms(g: dict, key: str) -> str:
+            return f"{g[key]['mean']:.3f} ± {g[key]['std']:.3f}" if key in g else ""
+        text += ("\n\nOver training seeds (mean ± sample standard deviation):\n\n"
+                 + fmt.table(["recipe", "seeds", "exact", "exact (changed)", "exact (unchanged)",
+                              f"changed vs {first}"], ["---", "---:", "---:", "---:", "---:", "---:"],
+                             [[name, str(len(g["members"])), ms(g, "accuracy"), ms(g, "accuracy_changed"),
+                            ms(g, "accuracy_unchanged"), ms(g, "changed_vs_first")] for name, g in groups.items()]))
+    sampled = {name: r["sampled"] for name, r in d["models"].items() if r.get("sampled")}
+    if sampled:
+        s = next(iter(sampled.values()))
+        text += (f"\n\nSampled answers, {s['samples']} per transition at temperature {s['temperature']:g}: pass@k is "
+                 "the share of transitions some sample solves, per-sample accuracy the share of samples that solve "
+                 "theirs; greedy is the greedy answer's accuracy (changed transitions).\n\n"
+                 + fmt.table(["model", "greedy (changed)", "per-sample (changed)", f"pass@{s['samples']} (changed)",
+                              "per-sample (unchanged)", f"pass@{s['samples']} (unchanged)"],
+                             ["---", "---:", "---:", "---:", "---:", "---:"],
+                             [[name, f"{d['models'][name]['accuracy_changed']:.3f}", f"{r['sample_accuracy_changed']:.3f}",
+                            f"{r['pass_at_k_changed']:.3f}", f"{r['sample_accuracy_unchanged']:.3f}",
+                            f"{r['pass_at_k_unchanged']:.3f}"] for name, r in sampled.items()]))
+    return text
+
+
+def _text_game_section(title: str, stem: str, arguments: str, heading: str, finding: str = "") -> fmt.Section:
+    """A MiniTextWorld (task reward) language-world-model results section: one file, one command."""
+    return fmt.Section(title, (f"{stem}.json",),
+                       "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-TaskReward-v0 "
+                   f"{arguments} --out benchmarks/results/{stem}.json",
+                       partial(section, heading=heading), finding=finding)
+
+
+def _text_recipes() -> list[tuple[str, str, dict, float]]:
+    """(file, recipe, seed group, the first model's accuracy on unchanged transitions) for every
+    committed MiniTextWorld recipe (and step) run with at least 3 seeds; a group evaluated again in a
+    later file (the same rewards to the last digit) counts once."""
+    out, seen = [], set()
+    for path in sorted(fmt.RESULTS.glob("text_world_models*.json")):
+        data = fmt.load(path.name) or {}
+        first = next(iter(data.get("models", {}).values()), None)
+        for recipe, group in data.get("seed_groups", {}).items():
+            key = tuple(group["reward"]["values"])
+            if first and len(group["members"]) >= 3 and key not in seen:
+                seen.add(key)
+                out.append((path.name, recipe, group, first["accuracy_unchanged"]))
+    return out
+
+
+def goal() -> goals.GoalRow | None:
+    recipes = _text_recipes()
+    if not recipes:
+        return None
+    kept = [r for r in recipes if r[2]["accuracy_unchanged"]["mean"] >= r[3] - goals.UNCHANGED_KEPT]
+    best = max(kept or recipes, key=lambda r: r[2]["changed_vs_first"]["mean"])
+    file, recipe, group, unchanged = best
+    data = fmt.load(file)
+    first = next(iter(data["models"]))
+    gain = group["changed_vs_first"]
+    low, high = goals._seed_interval(gain["values"])
+    verdict = goals._verdict(low, high, goals.GOAL_TEXT_CHANGED_GAIN) if kept else "**not met** (none keeps unchanged ones)"
+    baseline, quoted = "", []
+    nothing = data.get("baselines", {}).get("nothing_changes")
+    if nothing:
+        sft = data["models"][first]["accuracy_changed"]
+        baseline = (f"\"nothing changes\": {nothing['accuracy_changed']:.3f} changed, "
+                    f"{nothing['accuracy_unchanged']:.3f} unchanged (SFT {sft:.3f}, {unchanged:.3f})")
+        quoted.append((baseline, ("/baselines/nothing_changes/accuracy_changed",
+                                  "/baselines/nothing_changes/accuracy_unchanged", f"/models/{first}/accuracy_changed",
+                                  f"/models/{first}/accuracy_unchanged")))
+    quoted += [(f"{recipe} {gain['mean']:+.3f}", (f"/seed_groups/{recipe}/changed_vs_first/mean",)),
+               (f"unchanged {unchanged:.3f} -> {group['accuracy_unchanged']['mean']:.3f}",
+                (f"/models/{first}/accuracy_unchanged", f"/seed_groups/{recipe}/accuracy_unchanged/mean"))]
+    return goals.GoalRow(
+        "MiniTextWorld GRPO vs SFT: held-out exact accuracy on changed transitions, unchanged ones kept",
+        f"best of the {len(recipes)} three-seed recipe and step groups in `{fmt.SHOWN}/text_world_models*.json` "
+        f"({len(kept)} keep unchanged ones): {recipe} {gain['mean']:+.3f} {goals._interval(low, high)} (t over "
+        f"{len(gain['values'])} seeds), unchanged {unchanged:.3f} -> {group['accuracy_unchanged']['mean']:.3f}",
+        baseline, f">= +{goals.GOAL_TEXT_CHANGED_GAIN:.2f} (aim)", verdict, file, quoted)
+
+
+SECTIONS = (
+    fmt.Section("Language world models on MiniWeb", ("web_world_models.json",),
+                "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniWeb-v0 --models sft=DIR rlvr=DIR "
+                "--out benchmarks/results/web_world_models.json", section,
+                finding="On the first MiniWeb (procedural pages) neither model predicted changed pages; GRPO's "
+                        "reward gain was within noise."),
+    fmt.Section("Text-game world models on MiniTextWorld", ("text_world_models.json",),
+                "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniTextWorld-v0 --models sft=DIR "
+                "rlvr_seed0=DIR ... --out benchmarks/results/text_world_models.json", section,
+                finding="GRPO from the first SFT model lowered exact accuracy on changed transitions in every "
+                        "recipe tried."),
+    _text_game_section("Text-game world models after longer SFT", "text_world_models_longer_sft",
+                       "--models sft_longer=DIR sft=DIR rlvr_seed0=DIR ...", "Language world models after longer SFT",
+                       finding="Longer SFT raised accuracy on changed transitions far more than any GRPO run; GRPO from "
+                               "it stayed within seed noise."),
+    _text_game_section("Text-game GRPO on filtered prompts", "text_world_models_filtered_grpo",
+                       "--models sft_longer=DIR rlvr_filtered_lr2e-5_step50_seed0=DIR ...", "GRPO on filtered prompts",
+                       finding="GRPO on changed prompts the model sometimes solves gained a little on changed "
+                               "transitions and lost on unchanged ones."),
+    _text_game_section("Text-game GRPO on filtered changed and unchanged prompts", "text_world_models_mixed_grpo",
+                       "--models sft_longer=DIR rlvr_mixed_step50_seed0=DIR ...",
+                       "GRPO on filtered changed and unchanged prompts",
+                       finding="Adding filtered unchanged prompts kept the unchanged transitions and gave up the gain on "
+                               "changed ones."),
+    _text_game_section("Text-game GRPO, filtered changed prompts then both kinds", "text_world_models_two_stage_grpo",
+                       "--models sft_longer=DIR rlvr_filtered_step100_seed0=DIR ... "
+                       "rlvr_then_mixed_step30_seed0=DIR ...",
+                       "GRPO on filtered changed prompts, then on both kinds",
+                       finding="Filtered-then-mixed GRPO traded the changed-transition gain back for unchanged accuracy "
+                               "as it trained."),
+    _text_game_section("Text-game world models, sampled", "text_world_models_sampled",
+                       "--samples 6 --temperature 0.7 --models sft_longer=DIR ...", "Greedy and sampled answers",
+                       finding="Sampled answers solve many changed transitions greedy decoding misses (pass@6 well above "
+                               "greedy): the reward has signal to learn from."),
+    _text_game_section("Text-game world models that ship", "text_world_models_shipped",
+                       "--models sft_longer_shipped=DIR sft_shipped=DIR",
+                       "The two shipped MiniTextWorld models"),
+    _text_game_section("Text-game shipped longer-SFT model, sampled", "text_world_models_shipped_sampled",
+                       "--samples 6 --temperature 0.7 --models sft_longer_shipped=DIR",
+                       "Greedy and sampled answers of the shipped longer-SFT model",
+                       finding="The shipped longer-SFT model's samples solve many changed transitions its greedy answer "
+                               "misses."),
+    _text_game_section("Text-game GRPO from the shipped longer-SFT model", "text_world_models_shipped_grpo160",
+                       "--models sft_longer_shipped=DIR rlvr_task_step80_seed0=DIR ...",
+                       "GRPO (task reward) from the shipped longer-SFT model"),
+    _text_game_section("Text-game GRPO with 16 samples per prompt", "text_world_models_shipped_grpo_g16",
+                       "--models sft_longer_shipped=DIR rlvr_g16_t1_step50_seed0=DIR ...",
+                       "GRPO (task reward, 16 samples per prompt at temperature 1) from the shipped "
+                       "longer-SFT model",
+                       finding="16 samples per prompt at temperature 1 stayed within noise of the SFT model on changed "
+                               "transitions."),
+    fmt.Section("Language world models on the one-site MiniWeb", ("web_world_models_site.json",),
+                "python -m benchmarks.language_world_models --env-id RLVRWorld/MiniWeb-v0 --models sft=DIR rlvr=DIR "
+                "--out benchmarks/results/web_world_models_site.json", section),
+)
 
 
 if __name__ == "__main__":

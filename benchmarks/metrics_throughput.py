@@ -35,6 +35,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from benchmarks import goals
+from benchmarks import sections as fmt
 from rlvr_envs.video.metrics import LPIPSWeightsUnavailable, frame_reward, load_lpips
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -199,6 +201,39 @@ def main(argv: list[str] | None = None) -> int:
     out.with_suffix(".md").write_text(markdown(result))
     print(f"wrote {out} and {out.with_suffix('.md')}")
     return 0
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+NETS = {"vgg": "VGG", "alex": "Alex"}
+
+
+def section(files: list[dict]) -> str:
+    runs = [f for f in files if "results" in f]
+    backbones = {r["lpips_backbone"] for r in runs}
+    sources = "; ".join(f"`{r['command']}` with LPIPS net `{r['lpips_net']}` -> {fmt.shown(r['_file'])}" for r in runs)
+    text = (f"**Reward throughput** ({sources}; {fmt.machine(runs[0])}), -(L1+LPIPS), LPIPS backbone "
+            f"`{', '.join(sorted(backbones))}`:\n\n")
+    rows = [[NETS.get(r["lpips_net"], r["lpips_net"]), row["resolution"], f"{row['batched_over_per_frame']:.2f}x",
+             f"{row['group_batched_over_per_frame']:.2f}x"] for r in runs for row in r["results"]]
+    text += fmt.table(["net", "resolution", "batched / per-frame", "GRPO group of 16 on one target / per-frame"],
+                      ["---", "---", "---:", "---:"], rows) + "\n\n"
+    best = max(row["batched_over_per_frame"] for r in runs for row in r["results"])
+    devices = {str(r.get("machine", {}).get("device", "")).lower() for r in runs}
+    if best >= goals.GOAL_BATCHED_REWARD_SPEEDUP:
+        text += f"The goal of batched at least {goals.GOAL_BATCHED_REWARD_SPEEDUP:g}x per-frame is met (best {best:.2f}x)."
+    else:
+        text += (f"The goal of batched at least {goals.GOAL_BATCHED_REWARD_SPEEDUP:g}x per-frame is **not met on this "
+                 f"CPU** (best {best:.2f}x): the convolutional trunk is compute-bound even at one frame per call, "
+                 f"so batching only removes per-call overhead.")
+    if not any("cuda" in d or "gpu" in d for d in devices):
+        text += " A GPU run (`--device cuda`) is still to be measured."
+    return text
+
+
+SECTIONS = (
+    fmt.Section("Reward throughput", ("metrics_throughput.json",), "python -m benchmarks.metrics_throughput [--net alex]",
+                section, optional=("metrics_throughput_alex.json",)),
+)
 
 
 if __name__ == "__main__":

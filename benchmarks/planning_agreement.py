@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import sections as fmt
+
 RESULTS = Path(__file__).resolve().parent / "results" / "planning_agreement"
 METRICS = ("spearman_true_cost", "spearman_goal_distance", "elite_overlap", "pick_distance")
 
@@ -215,6 +217,59 @@ def markdown(report: dict) -> str:
         cells = [f"{d['mean']:+.3f} ± {d['se']:.3f} (p {d['p']:.2g})" for d in metrics.values()]
         lines.append(f"| {pair} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def _count(n: int, noun: str) -> str:
+    """"1 chunk", "5 chunks"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def section(files: list[dict]) -> str:
+    """`benchmarks.planning_agreement` files, one after the other."""
+    return "\n\n".join(_one_planning_agreement(d) for d in files if "summary" in d)
+
+
+def _one_planning_agreement(d: dict) -> str:
+    """How each learned simulator ranks CEM's candidates against the true simulator, with the
+    paired differences (chance overlap of the top k: k / candidates)."""
+    metrics = ("spearman_true_cost", "spearman_goal_distance", "elite_overlap")
+    rows = [[name, *(f"{s[m]['mean']:.3f} ({s[m]['median']:.2f})" for m in metrics),
+             f"{s['pick_distance']['mean']:.1f} ({s['pick_distance']['median']:.1f})"]
+            for name, s in d["summary"].items()]
+    pairs = [[pair, *(f"{v['mean']:+.3f} ± {v['se']:.3f} (p {fmt.p_value(v['p'])})" for v in by_metric.values())]
+             for pair, by_metric in d["paired"].items()]
+    ref = d["reference"]
+    return (f"**Candidate ranking: learned vs true simulator, {d['objective']} objective, "
+            f"{_count(d['horizon'], 'chunk')}** (`{d['command']}`, {fmt.shown(d['_file'])}; "
+            f"{d['machine']}, {d['time']}): from the start of each of the {d['episodes']} planning episodes, CEM's "
+            f"first draw of {d['candidates']} candidates ({_count(d['horizon'], 'chunk')}, std {d['init_std']:g} px "
+            f"around the agent) scored by each simulator with the {d['objective']} objective and rolled out in the "
+            f"real one. "
+            f"Means over episodes (medians in brackets) of the rank correlation of a simulator's costs with the true "
+            f"simulator's and with the real final state's goal distance (position error plus the angle error in px, "
+            f"DINO-WM's tolerances weighing the same), the share of its top {d['top_k']} (CEM's elites) among the "
+            f"true simulator's (chance: {d['top_k'] / d['candidates']:.3f}), and the real goal distance of the "
+            f"candidate it ranks first (best candidate {ref['oracle_pick_distance']['mean']:.1f} px, an average one "
+            f"{ref['mean_candidate_distance']['mean']:.1f}).\n\n"
+            + fmt.table(["simulator", "rank corr. with true-sim cost", "rank corr. with goal distance",
+                         f"top-{d['top_k']} overlap", "goal distance of its pick (px)"],
+                        ["---", "---:", "---:", "---:", "---:"], rows)
+            + "\n\nPaired differences over the same episodes and candidates (mean ± standard error, paired "
+              "t-test):\n\n"
+            + fmt.table(["pair", "rank corr. with true-sim cost", "rank corr. with goal distance",
+                         f"top-{d['top_k']} overlap", "goal distance of its pick (px)"],
+                        ["---", "---", "---", "---", "---"], pairs))
+
+
+SECTIONS = (
+    fmt.Section("Candidate ranking: learned vs true simulator", ("planning_agreement.json",),
+                "python -m benchmarks.planning_agreement --models NAME=DIR ... --out benchmarks/results/planning_agreement",
+                section, optional=("planning_agreement_pose_h1.json", "planning_agreement_pose.json"),
+                finding="No learned simulator ranks CEM's candidates as the true simulator does: near chance with "
+                        "the pixel objective, barely above it with the pose objective over one chunk, near it "
+                        "over five."),
+)
 
 
 if __name__ == "__main__":

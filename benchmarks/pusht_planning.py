@@ -25,7 +25,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from functools import partial
 from pathlib import Path
+
+from benchmarks import goals
+from benchmarks import sections as fmt
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pusht_planning"
 
@@ -132,6 +136,165 @@ def main(argv=None) -> int:
     add_arguments(parser)
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+PLANNERS = {"base": "CEM, MLE base world model", "rlvr": "CEM, RLVR world model", "random": "random actions",
+            "true_sim": "CEM, true simulator", "blind": "CEM, random costs (no model)"}
+
+
+OBJECTIVES = {"pixels": "squared pixel distance of the predicted final frame to the goal image",
+              "tokenizer": "distance of the frame tokenizer's latents of the predicted final frame and the goal image",
+              "pose": "distance of the agent and block poses the frame judge reads in the predicted final frame and "
+                      "the goal image"}
+
+
+def section(files: list[dict], heading: str = "PushT CEM planning") -> str:
+    d = files[0]
+    cem, mpc = d.get("cem", {}), d.get("mpc", {})
+    budget = (f"horizon {cem['horizon']}, {cem['samples']} samples, top {cem['top_k']}, {cem['iterations']} "
+              f"iterations" if isinstance(cem, dict) and "horizon" in cem else str(cem))
+    if mpc.get("rounds"):
+        budget += f", {mpc['rounds']} plans per episode"
+    command = fmt.commands(d, "benchmarks.pusht_planning")
+    from rlvr_envs.planning.command import run_objective
+
+    objective = OBJECTIVES.get(run_objective(d), run_objective(d))
+    text = (f"**{heading}** ({command}; {fmt.shown(d['_file'])}; {d.get('machine', '')}): {budget}; CEM objective: "
+            f"{objective}; success: {d.get('success', 'see the results file')}.\n\n")
+    rows = []
+    for name, s in d["summary"].items():
+        low, high = s["ci95"]
+        rows.append([PLANNERS.get(name, name), str(s["episodes"]), str(s["successes"]), f"{s['success_rate']:.2f}",
+                     f"[{low:.2f}, {high:.2f}]", f"{s['seconds_per_episode']:.1f}"])
+    table = fmt.table(["planner", "episodes", "successes", "success rate", "95% CI (Wilson)", "s/episode"],
+                      ["---", "---:", "---:", "---:", "---", "---:"], rows)
+    summary = d["summary"]
+    if {"base", "rlvr", "true_sim"} <= set(summary):
+        base, rlvr, true = (summary[k]["success_rate"] for k in ("base", "rlvr", "true_sim"))
+        share = f"{rlvr / true:.0%}" if true else "n/a"
+        met = rlvr >= base and true > 0 and rlvr >= goals.GOAL_PLANNING_SHARE * true
+        table += (f"\n\nThe issue's goal (the RLVR model at least matches the base and reaches 80% of the "
+                  f"true simulator's success) is {'met' if met else '**not met**'}: RLVR {rlvr:.2f} vs base "
+                  f"{base:.2f}, {share} of the true simulator's {true:.2f}.")
+    picture = Path(d["_file"]).parent / "success.png"  # written beside the table by --merge
+    if (fmt.RESULTS / picture).is_file():
+        table += f"\n\n![CEM success per planner, with 95% intervals](../{fmt.SHOWN}/{picture.as_posix()})"
+    return text + table
+
+
+def _table_section(title: str, stem: str, runs: str, heading: str | None = None, finding: str = "") -> fmt.Section:
+    """A PushT planning table joined by `benchmarks.pusht_planning --merge RUNS --out` its folder."""
+    return fmt.Section(title, (f"{stem}/results.json",),
+                       f"python -m benchmarks.pusht_planning --merge {runs} --out benchmarks/results/{stem}",
+                       partial(section, heading=heading or title), finding=finding)
+
+
+def _planning_tables() -> list[tuple[str, dict]]:
+    """(file, summary) of every committed PushT planning table with base, RLVR and true-sim rows; a
+    table merged again into another (the same runs, to the second per episode) counts once."""
+    out, seen = [], set()
+    for path in sorted(fmt.RESULTS.glob("pusht_planning*/results.json")):
+        relative = str(path.relative_to(fmt.RESULTS))
+        summary = (fmt.load(relative) or {}).get("summary", {})
+        if not {"base", "rlvr", "true_sim"} <= set(summary):
+            continue
+        key = json.dumps([summary[k] for k in ("base", "rlvr", "true_sim")], sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            out.append((relative, summary))
+    return out
+
+
+def goal() -> goals.GoalRow | None:
+    tables = _planning_tables()
+    if not tables:
+        return None
+
+    def share(summary: dict) -> float:
+        true = summary["true_sim"]["success_rate"]
+        return summary["rlvr"]["success_rate"] / true if true else 0.0
+    file, best = max(tables, key=lambda t: share(t[1]))
+    matches = sum(s["rlvr"]["success_rate"] >= s["base"]["success_rate"] for _, s in tables)
+    rlvr, true, base = best["rlvr"], best["true_sim"], best["base"]
+    low, high = goals._ratio_interval(rlvr["successes"], rlvr["episodes"], true["successes"], true["episodes"])
+    verdict = goals._verdict(low, high, goals.GOAL_PLANNING_SHARE)
+    if verdict == "met" and rlvr["success_rate"] < base["success_rate"]:
+        verdict = "**not met** (RLVR < base)"
+    quoted = [(f"RLVR {rlvr['successes']} vs true simulator {true['successes']} of {rlvr['episodes']}",
+               ("/summary/rlvr/successes", "/summary/true_sim/successes", "/summary/rlvr/episodes"))]
+    trivial = [k for k in ("blind", "random") if k in best]
+    baseline = ""
+    if trivial:
+        name = max(trivial, key=lambda k: best[k]["success_rate"])
+        t = best[name]
+        baseline = (f"{PLANNERS.get(name, name)}: {t['successes']}/{t['episodes']} "
+                    f"(MLE base {base['successes']}/{base['episodes']})")
+        quoted.append((baseline.split(": ", 1)[1], (f"/summary/{name}/successes", f"/summary/{name}/episodes",
+                                                    "/summary/base/successes", "/summary/base/episodes")))
+    return goals.GoalRow(
+        "PushT CEM planning: RLVR simulator's success as a share of the true simulator's",
+        f"best of {len(tables)} tables: RLVR {rlvr['successes']} vs true simulator {true['successes']} of "
+        f"{rlvr['episodes']} = {share(best):.0%} {goals._interval(low, high, percent=True)}; RLVR >= base in {matches} "
+        f"of {len(tables)}",
+        baseline, f">= {goals.GOAL_PLANNING_SHARE:.0%}, and RLVR >= base", verdict, file, quoted)
+
+
+SECTIONS = (
+    fmt.Section("PushT CEM planning", ("pusht_planning/results.json",), "python -m benchmarks.pusht_planning ...",
+                section,
+                finding="With the first shipped models CEM planned few episodes, the RLVR (-MAE) model fewer than "
+                        "its base, far below the true simulator."),
+    _table_section("PushT CEM planning with the longer-trained models", "pusht_planning_longer",
+                   "runs/plan/long2 runs/plan/long2_rlvr_beta04 benchmarks/results/pusht_planning:true_sim,random",
+                   "PushT CEM planning with the longer-trained world models",
+                   finding="Longer MLE raised the base's planning; pose-reward GRPO with a 40x KL term matched it, "
+                           "at half the true simulator's success."),
+    _table_section("PushT CEM planning after GRPO on the model's own rollouts", "pusht_planning_rollout_grpo",
+                   "runs/plan/long2 runs/plan/long2_rollout_round2 "
+                   "benchmarks/results/pusht_planning_longer:true_sim,random",
+                   finding="Two rounds of GRPO on the model's own rollouts planned more episodes than its base, "
+                           "short of 80% of the true simulator's."),
+    _table_section("PushT CEM planning after a third round of GRPO on the model's own rollouts",
+                   "pusht_planning_rollout_grpo_round3",
+                   "runs/plan/long2 runs/plan/long2_rollout_round3 "
+                   "benchmarks/results/pusht_planning_longer:true_sim,random",
+                   finding="A third round of rollout GRPO planned fewer episodes than the second."),
+    _table_section("PushT CEM planning after rollout GRPO, retrained", "pusht_planning_rollout_grpo_retrained",
+                   "runs/plan/long2 runs/plan/long2_rollout_round2 "
+                   "benchmarks/results/pusht_planning_longer:true_sim,random",
+                   "PushT CEM planning after two rounds of GRPO on the model's own rollouts, base and RLVR "
+                   "retrained",
+                   finding="Retraining the base and both rollout-GRPO rounds reproduced the second round's planning "
+                           "success."),
+    _table_section("PushT CEM planning after rollout GRPO with the agent's error weighted 3x",
+                   "pusht_planning_rollout_grpo_agent3",
+                   "runs/plan/long2 runs/plan/long2_rollout_agent3_round2 "
+                   "benchmarks/results/pusht_planning_longer:true_sim,random",
+                   "PushT CEM planning after two rounds of rollout GRPO with the agent's error weighted 3x "
+                   "(base and RLVR retrained)",
+                   finding="Weighting the agent's error 3x planned fewer episodes than unweighted rollout GRPO."),
+    _table_section("PushT CEM planning after MLE on CEM-like episodes", "pusht_planning_cem_data",
+                   "runs/plan/cem_base runs/plan/cem_rollout_r2 "
+                   "benchmarks/results/pusht_planning_longer:true_sim,random",
+                   "PushT CEM planning after 4000 more MLE steps on data with CEM-like episodes, and two rounds "
+                   "of rollout GRPO from there",
+                   finding="MLE on CEM-like episodes, and rollout GRPO from there, planned no better than the base."),
+    _table_section("PushT CEM planning with the blurred-pixels objective", "pusht_planning_blurred_pixels",
+                   "runs/plan/blur_base runs/plan/blur_rlvr runs/plan/blur_baselines",
+                   "PushT CEM planning with the blurred-pixels objective (the shipped MLE12k and rollout-RLVR "
+                   "models)",
+                   finding="A blurred-pixels objective helped no planner."),
+    _table_section("PushT CEM planning against the blind-CEM floor", "pusht_planning_blind_floor",
+                   "benchmarks/results/pusht_planning_rollout_grpo_retrained:base,rlvr,true_sim,random "
+                   "runs/plan/blind",
+                   "PushT CEM planning against CEM with random costs (the models of the retrained table)"),
+    _table_section("PushT CEM planning with the pose objective", "pusht_planning_pose_objective",
+                   "runs/plan/pose_long2 runs/plan/pose_long2_rlvr_beta04 runs/plan/pose_true_sim "
+                   "runs/plan/pose_random",
+                   finding="Scored by the judged poses, the true simulator plans far more episodes and the learned "
+                           "ones barely more: an objective that tells near from far exposes their rollouts."),
+)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import goals
+from benchmarks import sections as fmt
 from rlvr_envs.video.pusht.physics import SUCCESS_COVERAGE
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -145,6 +147,82 @@ def write(report: dict, out: Path) -> None:
         "| bar | env successes | judge successes | both | precision | recall |\n|---|---|---|---|---|---|\n"
         + "".join(f"| {b['bar']} | {b['env_successes']} | {b['judge_successes']} | {b['both']} | "
                   f"{_fraction(b['precision'])} | {_fraction(b['recall'])} |\n" for b in s["success"]))
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def _judge_holds(summary: dict) -> list[dict]:
+    """The coverage bars at which the judge's success has both precision and recall at the goal."""
+    return [b for b in summary["success"] if not fmt.nan(b["precision"]) and not fmt.nan(b["recall"])
+            and min(b["precision"], b["recall"]) >= goals.GOAL_JUDGE_PRECISION_RECALL]
+
+
+def bars(bars: list[dict]) -> str:
+    return ", ".join(f"{b['bar']:g}" for b in bars) or "no bar"
+
+
+def section(files: list[dict]) -> str:
+    d = files[0]
+    s = d["summary"]
+    resolution = d.get("resolution")
+    env = next(b for b in s["success"] if b["bar"] == s["env_bar"])
+    holds = _judge_holds(s)
+    summarized = f", summary by `{d['summarized_by'].strip()}`" if d.get("summarized_by") else ""
+    reliable = "reliable" if env in holds else "**not** reliable"
+    text = (f"**PushT success judge** (`{d['command'].strip()}`{summarized}, {fmt.shown(d['_file'])}; {d['machine']}, "
+            f"{d['time']}): on {s['frames']:,} held-out real frames"
+            f"{f' at {resolution}x{resolution}' if resolution else ''}, the frame judge finds the block in "
+            f"{s['found']:,}; its pose error is {s['position_error_px']['median']:.2f} px median (90th percentile "
+            f"{s['position_error_px']['p90']:.2f} px) and {s['angle_error_deg']['median']:.2f} deg "
+            f"({s['angle_error_deg']['p90']:.2f} deg), its coverage error {s['coverage_mae']:.4f} on average and "
+            f"{s['near_bar_coverage_mae']:.4f} on the {s['near_bar_frames']} frames within {s['near_bar']:g} of "
+            f"gym-pusht's success bar ({s['env_bar']:g}); {s['seconds_per_frame'] * 1000:.0f} ms per frame. At the "
+            f"env's own bar the judge's success is {reliable}: precision {fmt.fraction(env['precision'])}, recall "
+            f"{fmt.fraction(env['recall'])} (it finds {env['both']} of the env's {env['env_successes']} successes and "
+            f"claims {env['judge_successes'] - env['both']} the env does not). Precision and recall are both at "
+            f"least {goals.GOAL_JUDGE_PRECISION_RECALL:.0%} at bars {bars(holds)} (env: true coverage above the bar; "
+            f"judge: judged coverage above it):\n\n")
+    rows = [[f"{b['bar']:g}", str(b["env_successes"]), str(b["judge_successes"]), str(b["both"]),
+             fmt.fraction(b["precision"]), fmt.fraction(b["recall"])] for b in s["success"]]
+    return text + fmt.table(["coverage bar", "env successes", "judge successes", "both", "judge precision",
+                             "judge recall"], ["---:"] * 6, rows)
+
+
+def goal() -> goals.GoalRow | None:
+    from rlvr_envs.core.util import wilson_interval
+
+    judge = fmt.load("pusht_success_judge.json")
+    if not judge:
+        return None
+    s = judge["summary"]
+    index, env = next((i, b) for i, b in enumerate(s["success"]) if b["bar"] == s["env_bar"])
+
+    def lows(b: dict) -> tuple[float, float]:
+        return wilson_interval(b["both"], b["judge_successes"])[0], wilson_interval(b["both"], b["env_successes"])[0]
+    precision = wilson_interval(env["both"], env["judge_successes"])
+    recall = wilson_interval(env["both"], env["env_successes"])
+    holds = [b for b in s["success"] if min(lows(b)) >= goals.GOAL_JUDGE_PRECISION_RECALL]
+    met = (goals._verdict(min(precision[0], recall[0]), 1.0, goals.GOAL_JUDGE_PRECISION_RECALL)
+           if not (fmt.nan(precision[0]) or fmt.nan(recall[0])) else "**not met** (no interval)")
+    verdict = f"{met} at {s['env_bar']:g}; met at bars {bars(holds)}" if holds and env not in holds else met
+    pointer = f"/summary/success/{index}"
+    quoted = [(f"precision {fmt.fraction(env['precision'])}", (f"{pointer}/precision",)),
+              (f"recall {fmt.fraction(env['recall'])}", (f"{pointer}/recall",)),
+              (f"({env['env_successes']} real successes in {s['frames']:,}", (f"{pointer}/env_successes",
+                                                                              "/summary/frames")),
+              (f"{s['position_error_px']['median']:.2f} px, {s['angle_error_deg']['median']:.2f} deg",
+               ("/summary/position_error_px/median", "/summary/angle_error_deg/median"))]
+    return goals.GoalRow(
+        f"PushT success judge: precision and recall of the env's own success (coverage > {s['env_bar']:g})",
+        f"precision {fmt.fraction(env['precision'])} {goals._interval(*precision)}, recall {fmt.fraction(env['recall'])} "
+        f"{goals._interval(*recall)} ({env['env_successes']} real successes in {s['frames']:,} held-out frames); pose error "
+        f"{s['position_error_px']['median']:.2f} px, {s['angle_error_deg']['median']:.2f} deg median",
+        "", f">= {goals.GOAL_JUDGE_PRECISION_RECALL:g} each", verdict, "pusht_success_judge.json", quoted)
+
+
+SECTIONS = (
+    fmt.Section("PushT success judge", ("pusht_success_judge.json",), "python -m benchmarks.pusht_success_judge",
+                section),
+)
 
 
 if __name__ == "__main__":

@@ -44,6 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import sections as fmt
+
 RESULTS = Path(__file__).resolve().parent / "results" / "rl_algorithms"
 ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
 #: the GRPO-family methods: extra `trainers.grpo` flags
@@ -337,6 +339,41 @@ def plot(report: dict, path: Path) -> None:
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    d = files[0]
+    rows = []
+    for name, method in d["methods"].items():
+        runs = list(method["seeds"].values())
+        seconds = f"{sum(r['train_seconds'] for r in runs) / len(runs):.0f}"
+        if name == "sb3_ppo":
+            rows.append([f"SB3 PPO (token-mode MLP policy; -mean reward on its own {d['config']['sb3_eval']} "
+                         f"transitions, an invalid answer scoring the minimum -1)",
+                         str(len(runs)), f"{sum(r['start_mae'] for r in runs) / len(runs):.5f}",
+                         f"{method['final_mae_mean']:.5f}", seconds])
+        else:
+            rows.append([name, str(len(runs)), f"{sum(r['start_sampled_mae'] for r in runs) / len(runs):.5f}",
+                         f"{method['final_sampled_mae_mean']:.5f} ± {method['final_sampled_mae_spread']:.5f}", seconds])
+    for n, mae in d.get("best_of_n_sampled_mae", {}).items():
+        rows.append([f"best of {n} samples of the start model (oracle selection, no training)", "", "", f"{mae:.5f}",
+                     "0"])
+    c = d["config"]
+    return (f"**RL algorithms on one budget** (`{d['command']}`, {fmt.shown(d['_file'])}; {d['machine']}): "
+            f"{d['env_id']}, reward -MAE, {c['steps']} steps of {c['prompts_per_step']} prompts x {c['group_size']} "
+            f"samples, lr {c['lr']:g}, KL {c['beta']:g}, from the shipped MLE model; held-out sampled MAE on "
+            f"{c['eval_windows']} transitions (lower is better), mean ± sd over seeds.\n\n"
+            + fmt.table(["method", "seeds", "start", "final", "train s / run"], ["---", "---:", "---:", "---:", "---:"],
+                        rows))
+
+
+SECTIONS = (
+    fmt.Section("RL algorithms on one budget", ("rl_algorithms.json",), "python -m benchmarks.rl_algorithms --data DIR",
+                section,
+                finding="At one budget GRPO lowered held-out MAE more than Dr. GRPO and RLOO; the start model's "
+                        "best of a few samples (oracle selection) matched it."),
+)
 
 
 if __name__ == "__main__":

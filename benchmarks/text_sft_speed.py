@@ -151,3 +151,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 if __name__ == "__main__":
     main()
+
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+from benchmarks import sections as fmt  # noqa: E402  (kept with the section it serves)
+
+
+def section(files: list[dict]) -> str:
+    """benchmarks.text_sft_speed renders its own tables; this adds the file."""
+    d = files[0]
+    body = markdown(d).split("\n", 2)[2].strip()  # its heading is said here
+    return f"**Text SFT from scratch: the token-row loop vs TRL's SFTTrainer** ({fmt.shown(d['_file'])}): {body}"
+
+
+SECTIONS = (
+    fmt.Section("Text SFT speed", ("text_sft_speed.json",), "python -m benchmarks.text_sft_speed --device cpu",
+                section),
+)

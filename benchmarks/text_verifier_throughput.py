@@ -32,6 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import sections as fmt
+
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
@@ -211,6 +213,32 @@ def table(report: dict) -> str:
             cells += [f"{old:.1f}", f"{old / case['us_per_response']:.2f}x"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    d = files[0]
+    current, baseline = d["results"]["this commit"], d["results"].get("baseline")
+    kinds = list(next(iter(current.values()))["us_by_kind"])
+    head = ["id", "all", *kinds] + ([f"all at {d['baseline_commit'][:7]}", "speed-up"] if baseline else [])
+    rows = []
+    for env_id, case in current.items():
+        row = [env_id.split("/")[-1], f"{case['us_per_response']:.1f}", *(f"{case['us_by_kind'][k]:.1f}" for k in kinds)]
+        if baseline:
+            old = baseline[env_id]["us_per_response"]
+            row += [f"{old:.1f}", f"{old / case['us_per_response']:.2f}x"]
+        rows.append(row)
+    text = (f"**Text-game verifier** (`{d['command']}`, {fmt.shown(d['_file'])}; {fmt.machine(d)}): µs per response of "
+            f"`task.verify`, best of the rounds"
+            + (f", the two commits alternating in fresh processes; rewards identical to {d['baseline_commit'][:7]}'s on "
+               f"every response" if baseline else "") + ".\n\n")
+    return text + fmt.table(head, ["---"] * len(head), rows)
+
+
+SECTIONS = (
+    fmt.Section("Text-game verifier", ("text_verifier_throughput.json",),
+                "python -m benchmarks.text_verifier_throughput --baseline 40e7884", section),
+)
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks import sections as fmt
+
 RESULTS = Path(__file__).resolve().parent / "results" / "web_agent"
 AGENTS = ("policy", "base", "rlvr", "oracle")
 
@@ -281,6 +283,64 @@ def main(argv: list[str] | None = None) -> int:
               f"{s['unparsable']:>5}/{s['predictions']:<5}")
     print(f"wrote {out / 'results.json'}" + (f" and {out / 'success.png'}" if summary else ""))
     return 0
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+WEB_AGENTS = {"policy": "noisy scripted policy alone", "base": "+ SFT (MLE) world model",
+              "rlvr": "+ GRPO (RLVR) world model", "oracle": "+ the true simulator (oracle)"}
+
+
+def section(files: list[dict]) -> str:
+    d = files[0]
+    c = d["config"]
+    rows = []
+    for name, s in d["summary"].items():
+        low, high = s["ci95"]
+        rows.append([WEB_AGENTS.get(name, name), str(s["episodes"]), str(s["successes"]), f"{s['success_rate']:.2f}",
+                     f"[{low:.2f}, {high:.2f}]", f"{s['unparsable']} / {s['predictions']}",
+                     f"{s['seconds_per_episode']:.2f}"])
+    skipped = "".join(f" Agent {name} not run: {why}." for name, why in d.get("skipped", {}).items())
+    machine = "; ".join(d["machine"]) if isinstance(d["machine"], list) else d["machine"]
+    return (f"**Web agents on MiniWeb goals** ({fmt.commands(d, 'benchmarks.web_agent')}, {fmt.shown(d['_file'])}; "
+            f"{machine}, {d['date']}): "
+            f"the same {c['episodes']} seeded goal episodes of `RLVRWorld/MiniWeb-Goal-v0` for every agent; the policy "
+            f"proposes {c['k']} candidates (noise {c['noise']}), the world model predicts each one's page changes and "
+            f"the rule-based value picks one.{skipped}\n\n"
+            + fmt.table(["agent", "episodes", "successes", "success rate", "95% CI (Wilson)",
+                         "unparsable predictions", "s/episode"], ["---", "---:", "---:", "---:", "---", "---:", "---:"],
+                        rows) + _web_agent_verdict(d))
+
+
+def _web_agent_verdict(d: dict) -> str:
+    """Issue 12's goal, decided from the numbers: the RLVR world model's agent beats the base's,
+    and the oracle's bounds both; with the paired (McNemar) comparison on the same episodes."""
+    rate = {name: s["success_rate"] for name, s in d["summary"].items()}
+    if not {"base", "rlvr", "oracle"} <= set(rate):
+        return ""
+    met = rate["rlvr"] > rate["base"] and rate["oracle"] >= max(rate["base"], rate["rlvr"])
+    text = (f"\n\nThe goal (the RLVR world model's agent beats the base's, and the oracle bounds both) is "
+            f"**{'met' if met else 'not met'}**: RLVR {rate['rlvr']:.2f} vs base {rate['base']:.2f}, oracle "
+            f"{rate['oracle']:.2f}")
+    pair = d.get("paired", {}).get("base vs rlvr")
+    if pair:
+        text += (f"; on the same {pair['episodes']} episodes only the RLVR agent succeeded in {pair['rlvr_only']} and "
+                 f"only the base agent in {pair['base_only']} (McNemar p {fmt.p_value(pair['p_mcnemar'])})")
+    if "policy" in rate:
+        below = [name for name in ("base", "rlvr") if rate[name] < rate["policy"]]
+        if below:
+            text += (f". With {' and '.join(below)} world model{'s' if len(below) > 1 else ''} the agent does worse "
+                     f"than the policy alone ({rate['policy']:.2f}): wrong predictions mislead the value")
+    return text + "."
+
+
+SECTIONS = (
+    fmt.Section("Web agents on MiniWeb goals", ("web_agent/results.json",),
+                "python -m benchmarks.web_agent --base-model DIR --rlvr-model DIR", section,
+                finding="The agent with the RLVR world model beat the base's, but both did worse than the policy "
+                        "alone."),
+    fmt.Section("Web agents on the one-site MiniWeb", ("web_agent_site/results.json",),
+                "python -m benchmarks.web_agent --merge DIR ... --out benchmarks/results/web_agent_site", section),
+)
 
 
 if __name__ == "__main__":

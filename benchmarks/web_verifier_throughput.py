@@ -30,6 +30,8 @@ import re
 import time
 from pathlib import Path
 
+from benchmarks import sections as fmt
+
 RESULTS = Path(__file__).parent / "results"
 SHARED_WMA = Path(__file__).resolve().parents[2] / "shared" / "data" / "wma"
 
@@ -221,6 +223,26 @@ def main() -> None:
     table = "\n".join(lines) + "\n"
     out.with_suffix(".md").write_text(table)
     print(table)
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    d = files[0]
+    parts = []
+    for case in d["cases"]:
+        part = f"{case['case']}: {fmt.thousands(case['responses_per_s'])} responses/s"
+        if "cold_cache_responses_per_s" in case:
+            part += f", {fmt.thousands(case['cold_cache_responses_per_s'])}/s with a cold cache"
+        if "mean_gold_lines" in case:
+            part += f", answers of {case['mean_gold_lines']:.0f} gold lines on average"
+        parts.append(part)
+    return (f"**Web verifier** (`{d['command']}`, {fmt.shown(d['_file'])}; {fmt.machine(d)}): " + "; ".join(parts) + ".")
+
+
+SECTIONS = (
+    fmt.Section("Web verifier", ("web_verifier_throughput.json",), "python -m benchmarks.web_verifier_throughput",
+                section),
+)
 
 
 if __name__ == "__main__":

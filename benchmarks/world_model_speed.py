@@ -40,6 +40,9 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import sections as fmt
+from rlvr_envs.core.records import note
+
 RESULTS = Path(__file__).parent / "results" / "world_model_speed"
 
 
@@ -365,6 +368,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out.with_suffix(".md").write_text(text)
     print(text)
     return result
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    """Issue 38's ratios on one machine: decoding eager vs static, training eager vs compiled."""
+    d = files[0]
+    dec, train = d["decoding"], d["training"]
+    engines, modes = dec["engines"], train["modes"]
+    rows = [[f"decode, {engine}", f"{row['tokens_per_second']:,.0f}",
+             f"{row['share_of_memory_floor']:.1%} of the memory floor"] for engine, row in engines.items()]
+    rows += [[f"train, {mode}", f"{row['tokens_per_second']:,.0f}", f"{row['mfu']:.1%} MFU"]
+             for mode, row in modes.items() if "mfu" in row]
+    compiled = f"; compiled / eager training {train['speedup']:.2f}x" if "speedup" in train else ""
+    return (f"**World-model speed** (`{d['run']['command']}`, {fmt.shown(d['_file'])}; {note(d['run'])}): preset "
+            f"{dec['preset']}, decoding {dec['batch']} sequences after a {dec['prompt_tokens']}-token prompt, training "
+            f"{train['batch']} windows of {train['tokens_per_window']} tokens; static / eager decoding "
+            f"{dec['speedup']:.2f}x{compiled} (the H200 figures: the GPU check below).\n\n"
+            + fmt.table(["path", "tokens/s", "against the ceiling measured in the run"], ["---", "---:", "---"], rows))
+
+
+SECTIONS = (
+    fmt.Section("World-model speed", ("world_model_speed.json",), "python -m benchmarks.world_model_speed",
+                section),
+)
 
 
 if __name__ == "__main__":

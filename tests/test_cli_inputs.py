@@ -1,4 +1,4 @@
-"""Every bad command-line value of benchmarks/cli_inputs.py is refused before any work: argparse's
+"""Every bad command-line value of benchmarks/experiments/cli_inputs.py is refused before any work: argparse's
 one-line error, exit code 2, no traceback (run in-process here; the benchmark runs each in a fresh
 process). And every option of every command says what it is and its default in `--help`."""
 
@@ -9,7 +9,7 @@ import importlib
 
 import pytest
 
-from benchmarks.cli_inputs import cases, data_cases, scratch_dir
+from benchmarks.experiments.cli_inputs import cases, data_cases, scratch_dir
 
 SCRATCH = scratch_dir()
 CASES = cases(SCRATCH)
@@ -51,7 +51,7 @@ def test_missing_or_broken_data_is_one_line_and_exit_code_1(name, capsys, monkey
 
 
 def test_the_benchmark_judges_outcomes_as_the_issue_counts_them():
-    from benchmarks.cli_inputs import judge
+    from benchmarks.experiments.cli_inputs import judge
 
     assert judge(2, "usage: x\nx: error: argument --n: must be >= 1, got -1\n", 0.1)["outcome"] == "refused"
     assert judge(1, "Traceback (most recent call last):\n  ...\nValueError: x\n", 0.1)["outcome"] == "traceback"

@@ -375,7 +375,7 @@ def test_rerun_refuses_in_one_line_what_it_cannot_replace_and_redoes_the_rest(tm
 
 
 def test_block_escape_benchmark_counts_each_policy_with_and_without_reseating(tmp_path):
-    from benchmarks.pusht_block_escapes import main
+    from benchmarks.experiments.pusht_block_escapes import main
 
     out = tmp_path / "escapes.json"
     assert main(["--policies", "random", "--episodes", "2", "--max-steps", "5", "--out", str(out)]) == 0

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from benchmarks import sections
+
 
 def _test(mean: float, p: float) -> dict:
     return {"mean": mean, "stderr": 0.0, "t": 0.0, "p": p, "n": 96}
@@ -55,6 +57,8 @@ def test_a_tiny_run_writes_its_tables_and_reuses_finished_runs(tmp_path, monkeyp
     assert "pose_weights=[0.03,0.03,0.03]" in report["stage_commands"]["pose_seed0"]
     assert report["rewards"]["pose"]["seeds"] == 1 and "seeds_all_lower_than_base" in report["rewards"]["pose"]
     saved = json.loads((tmp_path / "out" / "grpo_pusht_rewards.json").read_text())
+    gaps = sections.missing_fields(sections.load("grpo_pusht_rewards.json"), saved)
+    assert gaps == [], f"rerun the committed run: it lacks {gaps}"
     assert saved["models"].keys() == report["models"].keys()
     text = (tmp_path / "out" / "grpo_pusht_rewards.md").read_text()
     assert "| pose_seed0 |" in text and "| copy_last_frame_tokens (baseline) |" in text and "| mae | " in text

@@ -1,6 +1,6 @@
 """Hostile inputs finish in bounded time and score within [min, max] with a reason.
 
-The catalogue lives in `benchmarks/hostile_inputs.py` (which also times it next to the
+The catalogue lives in `benchmarks/experiments/hostile_inputs.py` (which also times it next to the
 normal throughput); here every case is asserted: a response comes back in well under
 `BOUND_S` seconds (each is built to take about a second or less, the bound leaves room
 for a slow CI machine), its reward lies in [min, max], and a failed parse says why. Web
@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rlvr_envs  # noqa: F401  (registers the ids)
-from benchmarks.hostile_inputs import BOUND_S, action_cases, run_text_case, text_cases, tree_cases
+from benchmarks.experiments.hostile_inputs import BOUND_S, action_cases, run_text_case, text_cases, tree_cases
 from rlvr_envs.core.answer import (
     AnswerError, _fenced_blocks, extract_answer, parse_json_object, python_literals_to_json)
 from rlvr_envs.web.acctree import TreeParseError, extract_changes, parse_item, parse_tree
@@ -169,7 +169,7 @@ TREE_CASES = {**tree_cases(20_000), "100,000 identical items": tree_cases(100_00
 
 @pytest.mark.parametrize("case", list(TREE_CASES))
 def test_dataset_build_on_look_alike_trees(case):
-    from benchmarks.hostile_inputs import run_tree_case
+    from benchmarks.experiments.hostile_inputs import run_tree_case
 
     result = run_tree_case(TREE_CASES[case])
     # seconds for 10**5 items (quadratic extraction took 17 s and 688 MB for 2,000)
@@ -197,7 +197,7 @@ def test_extraction_memory_is_linear():
 @pytest.mark.parametrize("env_id", ENV_IDS)
 @pytest.mark.parametrize("case", list(action_cases(1024)))
 def test_hostile_actions_through_gym_make(env_id, case):
-    from benchmarks.hostile_inputs import run_action_case
+    from benchmarks.experiments.hostile_inputs import run_action_case
 
     e = env(env_id)
     build, expected, bad = action_cases(e.unwrapped.task.vocab_size)[case]

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from benchmarks import sections
+
 
 @pytest.fixture(scope="module")
 def micro_models(tmp_path_factory):
@@ -32,6 +34,9 @@ def test_compares_models_on_the_same_transitions(micro_models, tmp_path):
     assert main(["--models", f"a={micro_models[0]}", f"b={micro_models[1]}", f"again={micro_models[0]}",
                  "--transitions", "3", "--max-new-tokens", "8", "--threads", "1", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
+    # the MiniWeb run docs/results.md shows holds every field the benchmark writes now
+    gaps = sections.missing_fields(sections.load("web_world_models_site.json"), report)
+    assert gaps == [], f"rerun the committed run: it lacks {gaps}"
     a, b, again = (report["models"][k] for k in ("a", "b", "again"))
     assert len(a["rewards"]) == 3 and a["n"] == 3 and "versus_first" not in a
     assert [(t["stage"], t["steps"]) for t in a["training"]] == [("SFT", 7)]

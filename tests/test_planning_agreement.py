@@ -9,6 +9,8 @@ import math
 import numpy as np
 import pytest
 
+from benchmarks import sections
+
 
 def test_episode_metrics_reward_the_true_ranking_and_punish_a_reversed_one():
     from benchmarks.planning_agreement import episode_metrics
@@ -54,6 +56,8 @@ def test_a_tiny_run_with_the_shipped_model_writes_both_files(tmp_path):
     assert main(["--models", f"base={model}", "--episodes", "2", "--candidates", "4", "--top-k", "2", "--horizon",
                  "1", "--heldout-episodes", "2", "--threads", "1", "--out", str(out)]) == 0
     report = json.loads(out.with_suffix(".json").read_text())
+    gaps = sections.missing_fields(sections.load("planning_agreement.json"), report, names=("/models", "/per_episode"))
+    assert gaps == [], f"rerun the committed run: it lacks {gaps}"
     assert set(report["summary"]) == {"true_sim", "base"} and list(report["paired"]) == ["base - true_sim"]
     true_sim = report["per_episode"]["true_sim"]
     assert len(true_sim) == 2 and all(row["elite_overlap"] == 1.0 for row in true_sim)

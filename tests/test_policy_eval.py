@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import pytest
 
+from benchmarks import sections
 from rlvr_envs.core.errors import DataError
 from tests.samples import shared_data_or_skip
 
@@ -474,6 +475,8 @@ def test_the_documented_user_policy_runs_through_policy_eval(tmp_path, monkeypat
     argv[argv.index("--out") + 1] = str(tmp_path / "out")
     assert main([*argv, "--no-family", "--max-steps", "2", "--heldout-episodes", "2", "--threads", "1"]) == 0
     report = json.loads((tmp_path / "out" / "results.json").read_text())
+    committed = sections.load("real2sim/recipe_defaults_waypoint_40starts_heldout_b/results.json")
+    assert (gaps := sections.missing_fields(committed, report)) == [], f"rerun the committed run: it lacks {gaps}"
     assert [row["policy"] for row in report["policies"]] == ["toward_centre", "circler"]
     assert all(0.0 <= row["learned_success"] <= 1.0 for row in report["policies"])
     printed = capsys.readouterr().out

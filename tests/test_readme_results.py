@@ -1,5 +1,6 @@
-"""The results pages are generated from benchmarks/results/ (benchmarks/readme_results.py):
-docs/results.md holds every result, README.md the goals summary; both fail here when stale."""
+"""The results pages are assembled from benchmarks/results/ (benchmarks/readme_results.py, each
+benchmark rendering its own sections): docs/results.md holds what holds today, docs/experiments.md
+and docs/experiments/ every earlier run, README.md the goals summary; all fail here when stale."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import shutil
 
 import pytest
 
+from benchmarks import goals, language_world_models, real2sim_compare, web_agent
 from benchmarks import readme_results as rr
+from benchmarks import sections as fmt
 
 # Subsections whose results are committed today; they must stay measured.
 COMMITTED = {"`rlvr-world demo`", "GRPO reward: pixels and objects", "Text SFT speed", "PushT CEM planning against the blind-CEM floor",
@@ -32,7 +35,18 @@ COMMITTED = {"`rlvr-world demo`", "GRPO reward: pixels and objects", "Text SFT s
              "PushT CEM planning after rollout GRPO with the agent's error weighted 3x",
              "PushT CEM planning after rollout GRPO, retrained", "Action following of the retrained models",
              "Action following after MLE on CEM-like episodes", "PushT CEM planning after MLE on CEM-like episodes",
-             "PushT CEM planning with the blurred-pixels objective", "GPU check on one H200"}
+             "PushT CEM planning with the blurred-pixels objective", "GPU check on one H200",
+             "GRPO reward variants: other weights and steps", "Real2Sim on PushT with the default simulator",
+             "Real2Sim on PushT"}
+
+
+def _goals() -> str:
+    return goals.goals_table(rr.goal_rows(), "where")
+
+
+def _everything() -> str:
+    """Every section, as the pages show them."""
+    return "\n\n".join(fmt.wrap(section.render()) for section in rr.SECTIONS) + "\n"
 
 
 def _block(readme: str) -> str:
@@ -54,6 +68,36 @@ def test_generated_pages_are_in_sync():
     assert rr.main(["--check"]) == 0
 
 
+def test_each_section_is_on_one_page_and_the_results_page_stays_short():
+    """Every section is either a result that holds today (docs/results.md, under 600 lines) or an
+    experiment with its one-line finding (docs/experiments/); the assembler stays an assembler."""
+    current = [title for _, titles in rr.CURRENT for title in titles]
+    earlier = [title for _, _, titles in rr.EXPERIMENTS for title in titles]
+    assert sorted(current + earlier) == sorted(section.title for section in rr.SECTIONS)  # each once
+    for section in rr.by_title(*earlier):
+        assert section.finding and "\n" not in section.finding, section.title
+        assert f"#{fmt.anchor(section.title)})" in rr.EXPERIMENTS_PAGE.read_text(), section.title
+    assert len(rr.PAGE.read_text().splitlines()) < 600
+    assert len((fmt.ROOT / "benchmarks" / "readme_results.py").read_text().splitlines()) < 300
+    for question, _ in rr.CURRENT:
+        assert f"## {question}" in rr.PAGE.read_text()
+
+
+def test_a_committed_result_that_lacks_a_field_its_benchmark_now_writes_is_caught():
+    fresh = {"models": {"rlvr": {"sampled": {"mae": 0.1, "block_error": 3.0}}}, "rows": [{"a": 1, "b": 2}]}
+    assert fmt.missing_fields(fresh, fresh) == []
+    older = {"models": {"rlvr": {"sampled": {"mae": 0.2}}}, "rows": [{"a": 1}], "retired": 1}
+    assert fmt.missing_fields(older, fresh) == ["/models/rlvr/sampled/block_error", "/rows/0/b"]
+    # models named otherwise in a tiny run are compared with a committed model's record
+    renamed = {"models": {"tiny": {"sampled": {"mae": 0.1, "block_error": 3.0}}}, "rows": [{"a": 1, "b": 2}]}
+    assert fmt.missing_fields(older, renamed) == ["/models/tiny/sampled/block_error", "/rows/0/b"]
+    assert fmt.missing_fields(fresh, renamed) == []
+    # a mapping of names to paths is data only where the caller says so
+    paths = {"models": {"base": "/x"}}
+    assert fmt.missing_fields({"models": {"mle": "/y"}}, paths) == ["/models/base"]
+    assert fmt.missing_fields({"models": {"mle": "/y"}}, paths, names=("/models",)) == []
+
+
 def test_readme_is_a_front_door():
     """At most 300 lines, the summary at most 15, and every docs page it links exists."""
     readme = rr.README.read_text()
@@ -64,47 +108,47 @@ def test_readme_is_a_front_door():
     assert linked >= {"docs/results.md", "docs/recipes.md", "docs/environments.md", "docs/architecture.md",
                       "docs/scale_out.md"}
     # docs/scale_out.md is the GPU work's page (its own issue); every other linked page is here
-    assert all((rr.ROOT / page).is_file() for page in linked - {"docs/scale_out.md"})
+    assert all((fmt.ROOT / page).is_file() for page in linked - {"docs/scale_out.md"})
 
 
 def test_every_subsection_names_an_existing_results_file():
     for section in rr.SECTIONS:
         text = section.render()
-        if rr.NOT_MEASURED in text:
+        if fmt.NOT_MEASURED in text:
             assert section.title not in COMMITTED, f"{section.title}: its committed results file is gone"
-            assert f"`{rr.SHOWN}/{section.shown or section.files[0]}`" in text
+            assert f"`{fmt.SHOWN}/{section.shown or section.files[0]}`" in text
             continue
         paths = section.paths()
         assert paths, section.title
         for relative in paths:
-            assert (rr.RESULTS / relative).is_file()
+            assert (fmt.RESULTS / relative).is_file()
             if relative in section.files or section.pattern:
-                assert f"`{rr.SHOWN}/{relative}`" in text, f"{section.title} does not name {relative}"
+                assert f"`{fmt.SHOWN}/{relative}`" in text, f"{section.title} does not name {relative}"
         assert "`" in text.split("(", 1)[1], f"{section.title} names no command"
-    # every results path README's block cites exists, except in a "not yet measured" paragraph
-    for paragraph in rr.render().split("\n\n"):
+    # every results path a page cites exists, except in a "not yet measured" paragraph
+    for paragraph in _everything().split("\n\n"):
         paragraph = paragraph.replace("\n", " ")  # wrapped lines may split the phrase
-        if rr.NOT_MEASURED in paragraph:
+        if fmt.NOT_MEASURED in paragraph:
             continue
-        for cited in re.findall(rf"{rr.SHOWN}/[\w./-]+", paragraph):
-            path = rr.ROOT / cited.rstrip(".")  # a file, or a command's --out folder or file stem
+        for cited in re.findall(rf"{fmt.SHOWN}/[\w./-]+", paragraph):
+            path = fmt.ROOT / cited.rstrip(".")  # a file, or a command's --out folder or file stem
             assert path.is_file() or path.is_dir() or path.with_name(path.name + ".json").is_file(), cited
 
 
 def test_a_missing_results_file_renders_not_yet_measured(monkeypatch, tmp_path):
-    monkeypatch.setattr(rr, "RESULTS", tmp_path)
-    text = rr.render().replace("\n", " ")
+    monkeypatch.setattr(fmt, "RESULTS", tmp_path)
+    text = _everything().replace("\n", " ")
     for section in rr.SECTIONS:
         assert section.render().endswith("writes it."), section.title
-    assert text.count(rr.NOT_MEASURED) == len(rr.SECTIONS)
+    assert text.count(fmt.NOT_MEASURED) == len(rr.SECTIONS)
     # one file back: only its subsection is measured
-    shutil.copy(rr.ROOT / "benchmarks" / "results" / "video_generation.json", tmp_path)
-    assert rr.render().replace("\n", " ").count(rr.NOT_MEASURED) == len(rr.SECTIONS) - 1
-    assert "**KV-cached generation** (`python -m benchmarks.video_generation`" in rr.render().replace("\n", " ")
+    shutil.copy(fmt.ROOT / "benchmarks" / "results" / "video_generation.json", tmp_path)
+    assert _everything().replace("\n", " ").count(fmt.NOT_MEASURED) == len(rr.SECTIONS) - 1
+    assert "**KV-cached generation** (`python -m benchmarks.experiments.video_generation`" in rr.render().replace("\n", " ")
 
 
 def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
-    monkeypatch.setattr(rr, "RESULTS", tmp_path)
+    monkeypatch.setattr(fmt, "RESULTS", tmp_path)
     (tmp_path / "pusht_planning").mkdir()
     (tmp_path / "pusht_planning" / "results.json").write_text(json.dumps({
         "command": "rlvr-world plan --planners base,random --out X", "machine": "x86_64, cpu",
@@ -123,7 +167,7 @@ def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
                       "starts": 10}],
         "summary": {"pearson": 0.987, "mmrv": 0.0, "pearson_vs_env_success": 0.95, "mmrv_vs_env_success": 0.0,
                     "judge_vs_env_agreement": 0.9}}))
-    judge = json.loads((rr.ROOT / "benchmarks" / "results" / "pusht_success_judge.json").read_text())
+    judge = json.loads((fmt.ROOT / "benchmarks" / "results" / "pusht_success_judge.json").read_text())
     judge["summary"]["success"] = [
         {"bar": 0.8, "env_successes": 40, "judge_successes": 41, "both": 39, "precision": 39 / 41,
          "recall": 0.975},
@@ -156,13 +200,13 @@ def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
                           "rlvr": {**agent, "successes": 25, "success_rate": 0.25},
                           "oracle": {**agent, "successes": 91, "success_rate": 0.91}},
               "paired": {"base vs rlvr": {"episodes": 100, "base_only": 5, "rlvr_only": 10, "p_mcnemar": 0.3}}}
-    merged_text = rr._web_agent([{**merged, "_file": "web_agent/results.json"}]).replace("\n", " ")
+    merged_text = web_agent.section([{**merged, "_file": "web_agent/results.json"}]).replace("\n", " ")
     assert "joined by `python -m benchmarks.web_agent --merge A B`" in merged_text
     assert "is **met**: RLVR 0.25 vs base 0.20, oracle 0.91" in merged_text
     assert "only the RLVR agent succeeded in 10 and only the base agent in 5 (McNemar p 0.30)" in merged_text
     assert "With base and rlvr world models the agent does worse than the policy alone (0.31)" in merged_text
     merged["summary"]["rlvr"]["success_rate"] = 0.2
-    assert "**not met**" in rr._web_agent([{**merged, "_file": "web_agent/results.json"}])
+    assert "**not met**" in web_agent.section([{**merged, "_file": "web_agent/results.json"}])
     model = {"accuracy": 0.1, "accuracy_changed": 0.05, "accuracy_unchanged": 0.9, "n_changed": 60,
              "n_unchanged": 4, "reward": 0.4, "parsed": 1.0,
              "training": [{"stage": "SFT", "steps": 900, "seconds": 1800.0}, {"stage": "SFT", "steps": 700,
@@ -172,7 +216,7 @@ def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
         "date": "today", "config": {"env_id": "RLVRWorld/MiniWeb-v0", "transitions": 64, "reward": "F1"},
         "models": {"sft": model, "rlvr": {**model, "reward": 0.45, "training": None, "versus_first": {
             "mean_difference": 0.05, "standard_error": 0.01, "p_value": 0.003}}}}))
-    text = rr.render()
+    text = _everything()
     assert "| sft | SFT 900 steps (30 min) then SFT 700 steps (25 min) | 0.400 | 0.100 | 0.050 (60) | 0.900 (4) |  |  |" in text
     assert "| rlvr |  | 0.450 | 0.100 | 0.050 (60) | 0.900 (4) | +0.050 ± 0.010 (p 3e-3) |  |" in text
     assert "| + the true simulator (oracle) | 100 | 91 | 0.91 | [0.84, 0.95] | 0 / 700 | 0.05 |" in text
@@ -187,7 +231,7 @@ def test_sections_still_to_come_render_their_results(monkeypatch, tmp_path):
     assert "| 0.8 | 40 | 41 | 39 | 0.951 | 0.975 |" in text
     assert "| 0.95 | 4 | 0 | 0 | n/a | 0.000 |" in text
     assert "success is **not** reliable: precision n/a, recall 0.000" in text.replace("\n", " ")
-    goal = next(line for line in rr._goals().splitlines() if line.startswith("| PushT success judge"))
+    goal = next(line for line in _goals().splitlines() if line.startswith("| PushT success judge"))
     # 0.951 and 0.975 at bar 0.8 from 41 and 40 frames: their 95% intervals reach below 0.95
     assert "precision n/a (no interval), recall 0.000 [0.00, 0.49]" in goal
     assert "| >= 0.95 each | **not met** (no interval) |" in goal
@@ -201,12 +245,12 @@ def test_language_sections_add_the_sampled_answers_table_when_a_run_sampled():
     data = {"command": "python -m benchmarks.language_world_models --samples 6", "machine": "x86_64", "date": "today",
             "config": {"env_id": "RLVRWorld/MiniTextWorld-v0", "transitions": 200, "reward": ""},
             "models": {"sft": {**model, "sampled": sampled}, "rlvr": model}, "_file": "x.json"}
-    text = rr._language_world_models([data])
+    text = language_world_models.section([data])
     assert "6 per transition at temperature 0.7" in text
     assert "| sft | 0.300 | 0.250 | 0.500 | 0.900 | 1.000 |" in text
     assert "| rlvr | 0.300 |" not in text  # greedy only: no sampled row
     del data["models"]["sft"]["sampled"]
-    assert "Sampled answers" not in rr._language_world_models([data])
+    assert "Sampled answers" not in language_world_models.section([data])
 
 
 def test_check_reports_a_stale_block_and_the_rewrite_touches_only_the_block(tmp_path, capsys):
@@ -236,7 +280,7 @@ def test_check_reports_a_stale_block_and_the_rewrite_touches_only_the_block(tmp_
 @pytest.mark.parametrize("p, shown", [(0.1468, "0.15"), (0.0005366, "5e-4"), (3.08e-39, "3e-39"),
                                       (9.53e-44, "1e-43"), (float("nan"), "n/a")])
 def test_p_values_are_written_like_the_rest_of_readme(p, shown):
-    assert rr._p(p) == shown
+    assert fmt.p_value(p) == shown
 
 
 def _planning_table(folder, base: int, rlvr: int, true: int, seconds: float = 10.0):
@@ -262,31 +306,31 @@ def _text_file(path, recipes: dict[str, tuple[float, float]], first_unchanged: f
 
 
 def test_goals_table_reads_each_goal_from_its_files(monkeypatch, tmp_path):
-    monkeypatch.setattr(rr, "RESULTS", tmp_path)
-    assert rr._goals() == ""  # nothing measured: no table, and no "not yet measured" either
+    monkeypatch.setattr(fmt, "RESULTS", tmp_path)
+    assert _goals() == ""  # nothing measured: no table, and no "not yet measured" either
     _planning_table(tmp_path / "pusht_planning", base=5, rlvr=9, true=12)
     _planning_table(tmp_path / "pusht_planning_merged", base=5, rlvr=9, true=12)  # the same runs merged again
     _planning_table(tmp_path / "pusht_planning_other", base=6, rlvr=4, true=12, seconds=11.0)
-    text = rr._goals()
+    text = _goals()
     assert "best of 2 tables: RLVR 9 vs true simulator 12 of 50 = 75% [35%, 162%]; RLVR >= base in 1 of 2" in text
     assert "**not met**" in text
     _planning_table(tmp_path / "pusht_planning_better", base=5, rlvr=10, true=12, seconds=12.0)
-    row = next(line for line in rr._goals().split("\n") if "CEM planning" in line)
+    row = next(line for line in _goals().split("\n") if "CEM planning" in line)
     assert "10 vs true simulator 12 of 50 = 83% [40%, 175%]" in row and "| **not met** |" in row  # 83% by chance
     _planning_table(tmp_path / "pusht_planning_best", base=5, rlvr=49, true=50, seconds=13.0)
-    row = next(line for line in rr._goals().split("\n") if "CEM planning" in line)
+    row = next(line for line in _goals().split("\n") if "CEM planning" in line)
     assert "49 vs true simulator 50 of 50 = 98% [94%, 102%]" in row and "| met |" in row
     # a text recipe that gains by giving up unchanged transitions is not the one shown
     _text_file(tmp_path / "text_world_models_a.json", {"changed_only": (0.12, 0.90), "balanced": (0.04, 0.955)})
-    row = next(line for line in rr._goals().split("\n") if "MiniTextWorld" in line)
+    row = next(line for line in _goals().split("\n") if "MiniTextWorld" in line)
     assert "(1 keep unchanged ones): balanced +0.040 [0.02, 0.06] (t over 3 seeds)" in row and "**not met**" in row
     assert '| "nothing changes": 0.000 changed, 1.000 unchanged (SFT 0.300, 0.960) |' in row
     _text_file(tmp_path / "text_world_models_b.json", {"bigger": (0.11, 0.97)})
-    row = next(line for line in rr._goals().split("\n") if "MiniTextWorld" in line)
+    row = next(line for line in _goals().split("\n") if "MiniTextWorld" in line)
     assert "best of the 3 three-seed recipe and step groups" in row and "bigger +0.110 [0.09, 0.13]" in row
     assert "| **not met** |" in row  # +0.11 on average, but its interval reaches below +0.10
     _text_file(tmp_path / "text_world_models_c.json", {"biggest": (0.15, 0.97)})
-    row = next(line for line in rr._goals().split("\n") if "MiniTextWorld" in line)
+    row = next(line for line in _goals().split("\n") if "MiniTextWorld" in line)
     assert "biggest +0.150 [0.13, 0.17]" in row and "| met |" in row
 
 
@@ -316,13 +360,13 @@ def test_the_real2sim_goal_is_reported_on_the_held_out_set_that_did_not_choose_t
                                                                                               tmp_path):
     from rlvr_envs.policy_eval.command import DEFAULT_MODEL
 
-    monkeypatch.setattr(rr, "RESULTS", tmp_path)
+    monkeypatch.setattr(fmt, "RESULTS", tmp_path)
     _real2sim_run(tmp_path / "real2sim" / "ten", DEFAULT_MODEL.name, 10, 0.85)
     _real2sim_run(tmp_path / "real2sim" / "other_model", "wm_other", 40, 0.99)  # not what a user gets
     _real2sim_run(tmp_path / "real2sim" / "no_recipe_policies", DEFAULT_MODEL.name, 40, 0.99, ("expert", "random"))
     _real2sim_run(tmp_path / "real2sim" / "sampled", DEFAULT_MODEL.name, 40, 0.99, temperature="1.0")  # not a default
     _real2sim_run(tmp_path / "real2sim" / "from_success", DEFAULT_MODEL.name, 40, 0.99, lead_from="success")  # option
-    row = next(line for line in rr._goals().split("\n") if "Real2Sim" in line)
+    row = next(line for line in _goals().split("\n") if "Real2Sim" in line)
     # no second held-out set yet: the row says it reports on the set that chose the simulator
     assert "the set that chose it (no other held-out set measured yet), 10 starts: Pearson 0.850 [1.00, 1.00]" in row
     assert "| met |" in row and "0.99" not in row
@@ -330,18 +374,18 @@ def test_the_real2sim_goal_is_reported_on_the_held_out_set_that_did_not_choose_t
                   interval=(0.71, 0.97))
     _real2sim_run(tmp_path / "real2sim" / "set_b_sampled", DEFAULT_MODEL.name, 80, 0.99, data="/tmp/x/heldout_b",
                   temperature="1.0")
-    (tmp_path / rr.REAL2SIM_CHOICE).write_text(json.dumps({
+    (tmp_path / real2sim_compare.REAL2SIM_CHOICE).write_text(json.dumps({
         "first": {"run": "benchmarks/results/real2sim/other_model", "model": "/x/wm_other"},
         "second": {"run": "benchmarks/results/real2sim/ten", "model": f"/x/{DEFAULT_MODEL.name}"}}))
-    row = next(line for line in rr._goals().split("\n") if "Real2Sim" in line)
+    row = next(line for line in _goals().split("\n") if "Real2Sim" in line)
     assert "held-out set B (`--data heldout_b`), 40 starts: Pearson 0.930 [0.71, 0.97] over 3 policies" in row
     assert "learned vs real success: expert 50% vs 50%, toward_centre 25% vs 0%, circler 25% vs 0%" in row
     assert "simulator chosen on the embedded held-out set (`benchmarks/results/real2sim_default_choice.json`)" in row
     assert "| >= 0.8 | **not met** |" in row and "real2sim/set_b/results.json" in row
     # a simulator chosen on set B is reported on the embedded set
-    (tmp_path / rr.REAL2SIM_CHOICE).write_text(json.dumps({
+    (tmp_path / real2sim_compare.REAL2SIM_CHOICE).write_text(json.dumps({
         "second": {"run": "benchmarks/results/real2sim/set_b", "model": f"/x/{DEFAULT_MODEL.name}"}}))
-    row = next(line for line in rr._goals().split("\n") if "Real2Sim" in line)
+    row = next(line for line in _goals().split("\n") if "Real2Sim" in line)
     assert "| the embedded held-out set, 10 starts: Pearson 0.850" in row and "chosen on held-out set B" in row
 
 
@@ -349,18 +393,18 @@ def test_policies_at_several_noise_levels_are_named_once():
     d = {"policies": [{"policy": f"expert_noise{n}", "learned_success": 0.5, "real_success": r}
                       for n, r in ((0, 0.7), (25, 0.3))]
          + [{"policy": "random", "learned_success": 0.1, "real_success": 0.0}]}
-    assert rr._policy_names(d) == "expert at 2 noise levels, random"
-    assert rr._policy_rates(d) == [("expert (noise 0/25) 50%/50% vs 70%/30%", [0, 1]), ("random 10% vs 0%", [2])]
+    assert real2sim_compare._policy_names(d) == "expert at 2 noise levels, random"
+    assert real2sim_compare._policy_rates(d) == [("expert (noise 0/25) 50%/50% vs 70%/30%", [0, 1]), ("random 10% vs 0%", [2])]
 
 
 def test_intervals_of_a_ratio_and_of_a_seed_mean():
-    low, high = rr._ratio_interval(9, 50, 12, 50)
+    low, high = goals._ratio_interval(9, 50, 12, 50)
     assert (round(low, 2), round(high, 2)) == (0.35, 1.62)
-    assert all(map(math.isnan, rr._ratio_interval(0, 50, 12, 50)))
-    low, high = rr._seed_interval([0.0, 0.0241, 0.0723])  # t(0.975, 2) = 4.303
+    assert all(map(math.isnan, goals._ratio_interval(0, 50, 12, 50)))
+    low, high = goals._seed_interval([0.0, 0.0241, 0.0723])  # t(0.975, 2) = 4.303
     assert (round(low, 3), round(high, 3)) == (-0.059, 0.124)
-    assert rr._verdict(0.81, 0.9, 0.8) == "met" and rr._verdict(0.79, 0.9, 0.8) == "**not met**"
-    assert rr._verdict(-0.3, -0.16, -0.15, at_least=False) == "met"
+    assert goals._verdict(0.81, 0.9, 0.8) == "met" and goals._verdict(0.79, 0.9, 0.8) == "**not met**"
+    assert goals._verdict(-0.3, -0.16, -0.15, at_least=False) == "met"
 
 
 # -- README's headlines hold for a sceptic -----------------------------------------------------
@@ -400,7 +444,7 @@ def _misjudged(readme: str) -> list[str]:
 def test_a_goal_is_met_only_when_the_whole_interval_clears_its_target():
     readme = rr.README.read_text()
     rows = _goal_table(readme)
-    assert len(rows) == len(rr._goal_rows()) >= 5
+    assert len(rows) == len(rr.goal_rows()) >= 5
     assert _misjudged(readme) == []
     real2sim = next(row for row in rows if row[0].startswith("Real2Sim"))
     assert real2sim[4].startswith("**not met**")
@@ -422,13 +466,15 @@ def _cited_results(text: str) -> list[str]:
     cited = []
     for paragraph in text.split("\n\n"):
         paragraph = paragraph.replace("\n", " ")  # wrapped lines may split a path
-        if rr.NOT_MEASURED not in paragraph:
-            cited += [c.rstrip(".") for c in re.findall(rf"{rr.SHOWN}/[\w./*-]+", paragraph)]
+        if fmt.NOT_MEASURED not in paragraph:
+            cited += [c.rstrip(".") for c in re.findall(rf"{fmt.SHOWN}/[\w./*-]+", paragraph)]
     return cited
 
 
 def test_every_link_and_results_path_of_readme_and_the_results_page_exists():
-    for page in (rr.README, rr.PAGE):
+    pages = (rr.README, rr.PAGE, rr.EXPERIMENTS_PAGE, *sorted(rr.EXPERIMENTS_DIR.glob("*.md")))
+    assert len(pages) == 3 + len(rr.EXPERIMENTS)
+    for page in pages:
         text = page.read_text()
         for target in re.findall(r"\]\(([^)\s]+)\)", text):
             if target.startswith(("http://", "https://", "mailto:")):
@@ -441,11 +487,11 @@ def test_every_link_and_results_path_of_readme_and_the_results_page_exists():
         cited = _cited_results(text)
         assert cited, page.name
         for path in cited:
-            found = rr.ROOT / path
+            found = fmt.ROOT / path
             assert (found.is_file() or found.is_dir() or found.with_name(found.name + ".json").is_file()
-                    or ("*" in path and list(rr.ROOT.glob(path)))), f"{page.name} names {path}, which does not exist"
+                    or ("*" in path and list(fmt.ROOT.glob(path)))), f"{page.name} names {path}, which does not exist"
     # a name README gives to the wrong file is caught
-    assert not (rr.ROOT / "benchmarks/results/real2sim/recipe_defaults_waypoint_40starts_heldout_c").exists()
+    assert not (fmt.ROOT / "benchmarks/results/real2sim/recipe_defaults_waypoint_40starts_heldout_c").exists()
 
 
 def _pointer(data, pointer: str):
@@ -462,10 +508,10 @@ def test_every_goal_row_figure_is_read_from_the_file_the_row_names():
     file the row names (README's row is the rendered one: the sync test above)."""
     readme = rr.README.read_text()
     rows = {cells[0]: cells for cells in _goal_table(readme)}
-    for row in rr._goal_rows():
+    for row in rr.goal_rows():
         cells = rows[row.goal]
-        assert cells[5] == f"`{rr.SHOWN}/{row.file}`"
-        data = json.loads((rr.RESULTS / row.file).read_text())
+        assert cells[5] == f"`{fmt.SHOWN}/{row.file}`"
+        data = json.loads((fmt.RESULTS / row.file).read_text())
         assert row.quoted, f"{row.goal}: quotes no figure"
         line = " | ".join(cells)
         for text, pointers in row.quoted:
@@ -497,10 +543,10 @@ def test_every_figure_of_the_gpu_summary_is_in_a_gpu_run():
                 leaves(v)
         elif isinstance(x, (int, float)) and not isinstance(x, bool):
             values.append(float(x))
-    for path in (rr.RESULTS / "gpu_check").glob("*/gpu_check.json"):
+    for path in (fmt.RESULTS / "gpu_check").glob("*/gpu_check.json"):
         leaves(json.loads(path.read_text()))
-    runs = len(list((rr.RESULTS / "gpu_check").glob("*/gpu_check.json")))
-    goals = {rr.GOAL_MLE_MFU * 100, float(rr.GOAL_DECODE_TOKENS_PER_S), float(runs)}  # and how many runs
+    runs = len(list((fmt.RESULTS / "gpu_check").glob("*/gpu_check.json")))
+    targets = {goals.GOAL_MLE_MFU * 100, float(goals.GOAL_DECODE_TOKENS_PER_S), float(runs)}  # and how many runs
     numbers = _NUMBER.findall(block.replace("M,", ",").replace("M)", ")"))
     assert numbers
     for shown in numbers:
@@ -508,11 +554,11 @@ def test_every_figure_of_the_gpu_summary_is_in_a_gpu_run():
         decimals = len(digits.split(".")[1]) if "." in digits else 0
         number = float(digits)
         candidates = [v * s for v in values for s in ((100,) if shown.endswith("%") else (1, 1e-6))]
-        assert number in goals or any(abs(c - number) <= 0.5 * 10 ** -decimals + 1e-9 for c in candidates), shown
+        assert number in targets or any(abs(c - number) <= 0.5 * 10 ** -decimals + 1e-9 for c in candidates), shown
 
 
 def test_a_run_record_names_the_machine_and_flags_a_shared_one():
     record = {"machine": "x86_64, 2 cores, CPU only", "load": {"before": 3.1, "after": 4.0, "busy": True}}
-    assert rr._machine({"run": record, "machine": "old"}) == "x86_64, 2 cores, CPU only (shared: load 3.1 -> 4.0)"
-    assert rr._machine({"run": {**record, "load": {"busy": False}}}) == "x86_64, 2 cores, CPU only"
-    assert rr._machine({"machine": "x86_64, 2 threads, CPU"}) == "x86_64, 2 threads, CPU"  # older files
+    assert fmt.machine({"run": record, "machine": "old"}) == "x86_64, 2 cores, CPU only (shared: load 3.1 -> 4.0)"
+    assert fmt.machine({"run": {**record, "load": {"busy": False}}}) == "x86_64, 2 cores, CPU only"
+    assert fmt.machine({"machine": "x86_64, 2 threads, CPU"}) == "x86_64, 2 threads, CPU"  # older files

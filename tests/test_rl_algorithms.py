@@ -8,6 +8,8 @@ import json
 import numpy as np
 import pytest
 
+from benchmarks import sections
+
 torch = pytest.importorskip("torch")
 
 
@@ -76,6 +78,11 @@ def test_comparison_runs_every_method_and_reuses_finished_runs(tiny, tmp_path, m
             "--threads", "1", "--runs", str(tmp_path / "runs"), "--out", str(tmp_path / "out" / "rl")]
     assert rl_algorithms.main(argv) == 0
     report = json.loads((tmp_path / "out" / "rl.json").read_text())
+    # the committed run predates the run record, --env-id and --device (it ran PushT on the CPU, scored
+    # by the MAE); any other field it lacks needs a rerun
+    gaps = sections.missing_fields(sections.load("rl_algorithms.json"), report)
+    assert gaps == ["/run", "/score", "/config/env_id", "/config/env_kwargs", "/config/device", "/config/modality",
+                    "/config/score"], gaps
     assert set(report["methods"]) == {"grpo", "dr_grpo", "rloo", "sb3_ppo"}
     for name in ("grpo", "dr_grpo", "rloo"):
         run = report["methods"][name]["seeds"]["0"]
@@ -123,7 +130,7 @@ def test_comparison_runs_on_a_language_id(tmp_path):
 def test_repetition_table_rows_pair_with_the_base_and_count_generated_tokens(tiny, tmp_path):
     import argparse
 
-    from benchmarks import repetition_table
+    from benchmarks.experiments import repetition_table
 
     directory, data, _ = tiny
     args = argparse.Namespace(layout="single", data=data, eval_windows=3, eval_seeds=3, max_draws=2, threads=1)
@@ -148,7 +155,7 @@ def test_repetition_table_rows_pair_with_the_base_and_count_generated_tokens(tin
 
 
 def test_stage_commands_fall_back_to_the_shipped_tokenizer_when_the_recorded_path_is_gone(tmp_path):
-    from benchmarks.grpo_pusht import tokenizer_dir
+    from benchmarks.experiments.grpo_pusht import tokenizer_dir
     from rlvr_envs.video.task import default_tokenizer_dir
 
     assert tokenizer_dir(str(tmp_path / "gone")) == str(default_tokenizer_dir())

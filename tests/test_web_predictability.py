@@ -1,4 +1,4 @@
-"""The MiniWeb predictability audit (benchmarks.miniweb_predictability) on a few transitions."""
+"""The MiniWeb predictability audit (benchmarks.experiments.miniweb_predictability) on a few transitions."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 
 def test_audit_finds_every_line_determined_on_the_site_and_noise_in_the_old_simulator(tmp_path):
-    from benchmarks.miniweb_predictability import main
+    from benchmarks.experiments.miniweb_predictability import main
 
     out = tmp_path / "audit"
     assert main(["--transitions", "120", "--out", str(out)]) == 0
@@ -31,6 +31,6 @@ def test_audit_finds_every_line_determined_on_the_site_and_noise_in_the_old_simu
 
 
 def test_a_missing_simulator_file_is_one_line(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "benchmarks.miniweb_predictability", "--simulator",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.experiments.miniweb_predictability", "--simulator",
                            str(tmp_path / "nope.py"), "--out", str(tmp_path / "x")], capture_output=True, text=True)
     assert done.returncode != 0 and "no such file" in done.stderr and "Traceback" not in done.stderr

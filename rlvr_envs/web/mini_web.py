@@ -14,7 +14,7 @@ same site, so a world model can learn it. What a session changes (cart, votes, a
 forms, deleted customers, searches) is its `SiteState`; every page is rendered from the
 site and that state, so the same page looks the same wherever it is reached from.
 
-The rules a world model can learn (`benchmarks.miniweb_predictability` measures them):
+The rules a world model can learn (`benchmarks.experiments.miniweb_predictability` measures them):
 
 * a link carries its target and following it renders that target: a product link opens
   that product (name, price, "N Reviews"), a category that category's products in catalog

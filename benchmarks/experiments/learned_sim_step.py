@@ -2,7 +2,7 @@
 writes the next frame's 64 codes, the tokenizer decodes it, the frame judge scores it), per
 registered learned simulator, on the torch threads given (default 2 = this machine's cores).
 
-    python -m benchmarks.learned_sim_step            # -> benchmarks/results/learned_sim_step.{json,md}
+    python -m benchmarks.experiments.learned_sim_step            # -> benchmarks/results/learned_sim_step.{json,md}
 
 Every other id keeps a step under 1 s; this table shows whether the learned simulators do.
 `--two-thread-decode S` also times S steps with the one-sequence decode forced onto all
@@ -19,10 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import sections as fmt
 from rlvr_envs.core.arguments import at_least
 from rlvr_envs.core.records import RunRecord, note
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 BOUND_S = 1.0
 
 
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     ids = [env_id for env_id in SIMULATORS if "LearnedSim" in env_id]
-    record = RunRecord("python -m benchmarks.learned_sim_step", args, threads=args.threads)
+    record = RunRecord("python -m benchmarks.experiments.learned_sim_step", args, threads=args.threads)
     rows = {}
     for env_id in ids:
         env = gym.make(env_id).unwrapped
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         print("two-thread decode", old, flush=True)
         env.close()
     run = record.finish()
-    result = {"command": "python -m benchmarks.learned_sim_step" + ("" if not argv else " " + " ".join(argv)),
+    result = {"command": "python -m benchmarks.experiments.learned_sim_step" + ("" if not argv else " " + " ".join(argv)),
               "threads": args.threads, "run": run, "note": note(run), "ids": rows, "two_thread_decode": old}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -110,6 +111,24 @@ def main(argv: list[str] | None = None) -> int:
     out.with_suffix(".md").write_text(markdown(result))
     print(markdown(result))
     return 0 if all(r["under_1s"] for r in rows.values()) else 1
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    """Issue 33's bound: one learned-simulator step under a second on 2 cores."""
+    d = files[0]
+    rows = [[f"`{env_id}`", str(r["steps"]), f"{r['median_s']:.3f}", f"{r['max_s']:.3f}",
+             "yes" if r["under_1s"] else "**no**"] for env_id, r in d["ids"].items()]
+    return (f"**One learned-simulator step** (`{d['command']}`, {fmt.shown(d['_file'])}; {d['note']}): the world model "
+            f"writes a frame (KV-cached), the tokenizer decodes it, the frame judge scores it; {d['threads']} torch "
+            "threads, batch 1.\n\n"
+            + fmt.table(["id", "steps", "median s", "max s", "< 1 s"], ["---", "---:", "---:", "---:", "---"], rows))
+
+
+SECTIONS = (
+    fmt.Section("Learned-simulator step", ("learned_sim_step.json",), "python -m benchmarks.experiments.learned_sim_step",
+                section),
+)
 
 
 if __name__ == "__main__":

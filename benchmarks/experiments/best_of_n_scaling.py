@@ -1,6 +1,6 @@
 """Best-of-N test-time scaling of PushT world models (RLVR-World Figure 4 analogue), oracle selection.
 
-    python -m benchmarks.best_of_n_scaling --transitions 48 --max-n 100 --out benchmarks/results/best_of_n_scaling.json
+    python -m benchmarks.experiments.best_of_n_scaling --transitions 48 --max-n 100 --out benchmarks/results/best_of_n_scaling.json
 
 Each model draws `--max-n` samples for every held-out single-step transition (the embedded
 held-out set, sampled as the trainers evaluate: temperature 1, top-k 100, sample j with
@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from benchmarks import sections as fmt
 
 ENV_ID = "RLVRWorld/PushT-SingleStep-v0"
 TOP_K = 100  #: as the trainers' held-out evaluation (trainers.grpo_video.EVAL_TOP_K)
@@ -149,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     indices = held_out_indices(len(task), args.transitions)
     ns = curve_points(args.max_n)
     report: dict[str, Any] = {
-        "command": "python -m benchmarks.best_of_n_scaling " + " ".join(shlex.quote(a) for a in argv),
+        "command": "python -m benchmarks.experiments.best_of_n_scaling " + " ".join(shlex.quote(a) for a in argv),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, CPU, torch threads {args.threads}",
         "date": time.strftime("%Y-%m-%d %H:%M"), "env_id": ENV_ID, "transitions": len(indices),
         "max_n": args.max_n, "selection": "oracle: highest verified reward (-MAE) per transition", "models": {}}
@@ -175,6 +177,30 @@ def main(argv: list[str] | None = None) -> int:
     plot(report, out.with_suffix(".png"))
     print(markdown(report))
     return 0
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    d = files[0]
+    names = list(d["models"])
+    points = list(d["models"][names[0]]["curve"])
+    rows = [[n, *(f"{d['models'][m]['curve'][n]['mae']:.5f} ± {d['models'][m]['curve'][n]['mae_stderr']:.5f}"
+                  for m in names)] for n in points]
+    return (f"**Best-of-N test-time scaling** (`{d['command']}`, {fmt.shown(d['_file'])} and `.png`; {d['machine']}, "
+            f"{d['date']}): {d['transitions']} held-out single-step transitions, {d['max_n']} samples per transition "
+            f"and model; per transition the sample with the best verified reward among the first N is kept "
+            f"(**oracle selection**: it reads the true frame, so it bounds what reranking could buy). Held-out MAE "
+            f"(mean ± standard error):\n\n"
+            + fmt.table(["N", *names], ["---:", *(["---:"] * len(names))], rows)
+            + ("\n\n" + " ".join(d["matches"]) if d.get("matches") else ""))
+
+
+SECTIONS = (
+    fmt.Section("Best-of-N test-time scaling", ("best_of_n_scaling.json",),
+                "python -m benchmarks.experiments.best_of_n_scaling --out benchmarks/results/best_of_n_scaling.json", section,
+                finding="One sample of the RLVR model is worth the MLE model's best of several samples under "
+                        "oracle selection."),
+)
 
 
 if __name__ == "__main__":

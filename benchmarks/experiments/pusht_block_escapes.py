@@ -10,7 +10,7 @@ the share of episodes that end with the block out and the share of recorded step
 out (frames with no block a world model trains on, before `rlvr-world data pusht` ended
 episodes there; `--keep-escaped-blocks` still records them).
 
-    python -m benchmarks.pusht_block_escapes --episodes 20 --out benchmarks/results/pusht_block_escapes.json
+    python -m benchmarks.experiments.pusht_block_escapes --episodes 20 --out benchmarks/results/pusht_block_escapes.json
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(f"{policy:8s} reseat={str(reseat):5s}  episodes ending out {row['episodes_ending_out']:3d}/"
                   f"{row['episodes']}  steps out {row['share_of_steps_out']:.1%}", flush=True)
-    result = {"command": recorded_command("python -m benchmarks.pusht_block_escapes", args),
+    result = {"command": recorded_command("python -m benchmarks.experiments.pusht_block_escapes", args),
               "time": time.strftime("%Y-%m-%d %H:%M"), "rows": rows, "seconds": time.perf_counter() - began}
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

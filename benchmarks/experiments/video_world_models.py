@@ -13,7 +13,7 @@ at the default frame skip, on the deterministic held-out PushT episodes every us
   to the previous frame, or to the last history frame single-step);
 * tokenizer flicker: token agreement of consecutive frames that barely differ in pixels.
 
-    python -m benchmarks.video_world_models [--episodes 12] [--samples 2]
+    python -m benchmarks.experiments.video_world_models [--episodes 12] [--samples 2]
 
 Writes benchmarks/results/video_world_models.{json,md}.
 """
@@ -29,7 +29,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-RESULTS = Path(__file__).parent / "results"
+from benchmarks import sections as fmt
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 KEYS = ("mae", "mse", "psnr", "ssim")
 #: PSNR of an exact copy is infinite; such a window counts as this many dB (the task caps its psnr reward alike)
 PSNR_CAP = 100.0
@@ -105,7 +107,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     device = str(setup_device(args.device).device)
-    result = {"command": "python -m benchmarks.video_world_models " + " ".join(argv or []),
+    result = {"command": "python -m benchmarks.experiments.video_world_models " + " ".join(argv or []),
               "machine": f"{platform.machine()}, {args.threads} threads, " + (
                   "CPU only" if device == "cpu" else torch.cuda.get_device_name(device)),
               "tokenizer": tokenizer_report(args.episodes),
@@ -131,6 +133,76 @@ def main(argv: list[str] | None = None) -> dict:
     (RESULTS / "video_world_models.md").write_text("\n".join(lines))
     print("\n".join(lines))
     return result
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    d = files[0]
+    single, multi = d["single"], d["multi"]
+    s, m = single["table"], multi["table"]
+    cards = [fmt.card("pusht_single_step_model"), fmt.card("pusht_multi_step_model")]
+    trained = [c["train_seconds_this_run"] for c in cards if "train_seconds_this_run" in c]
+    steps = {single["model"]["steps"], multi["model"]["steps"]}
+    parameters = {single["model"]["parameters"], multi["model"]["parameters"]}
+    skip = {c.get("args", {}).get("frame_skip") for c in cards} - {None}
+    future = cards[1].get("args", {}).get("future")
+    size = f"{parameters.pop() / 1e6:.2f}M-parameter " if len(parameters) == 1 else ""
+    how = f"MLE, {steps.pop():,} steps each" if len(steps) == 1 else "MLE"
+    if trained:
+        machines = {c.get("machine") for c in cards} - {None}
+        how += f", {fmt.minutes_range(trained)} minutes each on {machines.pop() if len(machines) == 1 else 'CPU'}"
+    text = (f"**PushT video world models** (`{d['command'].strip()}`, {fmt.shown(d['_file'])}; {d['machine']}): the "
+            f"shipped {size}LLaMA models ({how}; model cards beside the weights) on the embedded held-out set "
+            f"({single['windows']} single-step and {multi['windows']} multi-step windows"
+            f"{f', frame skip {skip.pop()}' if len(skip) == 1 else ''}), MAE of decoded frames (pixels in [0, 1]) "
+            f"and repetition:\n\n")
+    names = [("copy_last_frame_pixels", "copy the last frame, in pixels"),
+             ("tokenizer_ceiling", "tokenizer ceiling (gold codes, decoded)"),
+             ("copy_last_frame_tokens", "copy the last frame, in token space"),
+             ("model_greedy", "MLE model, greedy"), ("model_sampled", "MLE model, sampled")]
+    rows = [[label, f"{s[key]['mae']:.5f}", f"{m[key]['mae']:.5f}",
+             fmt.rate(m[key]["repetition"]) if "repetition" in m[key] else "n/a"] for key, label in names]
+    frames = f" ({future} frames)" if future else ""
+    text += fmt.table(["prediction", "single-step MAE", f"multi-step MAE{frames}", "multi-step repetition"],
+                      ["---", "---:", "---:", "---:"], rows) + "\n\n"
+
+    def versus(table: dict, name: str) -> str:
+        model, copy = table[name], table["copy_last_frame_tokens"]
+        return (f"MAE {model['mae']:.5f} vs {copy['mae']:.5f}, PSNR {model['psnr']:.2f} vs "
+                f"{copy['psnr']:.2f} dB")
+
+    def verdict(table: dict, which: str) -> str:
+        copy = table["copy_last_frame_tokens"]["mae"]
+        greedy, sampled = table["model_greedy"]["mae"], table["model_sampled"]["mae"]
+        if greedy < copy and sampled < copy:
+            return f"the {which} model beats copying the last frame in token space with both decodings"
+        if greedy < copy:
+            margin = (copy - greedy) / copy * 100
+            return (f"the {which} model beats copying the last frame in token space only with greedy decoding, "
+                    f"and by {margin:.1f}% ({versus(table, 'model_greedy')})")
+        return f"the {which} model does not beat it ({versus(table, 'model_greedy')})"
+
+    text += f"Read honestly: {verdict(s, 'single-step')}; {verdict(m, 'multi-step')}"
+    if m["model_greedy"]["repetition"] > 0:
+        text += f" and repeats frames under greedy decoding ({fmt.rate(m['model_greedy']['repetition'])})"
+    text += "."
+    pixels, ceiling = s["copy_last_frame_pixels"]["mae"], s["tokenizer_ceiling"]["mae"]
+    tokenizer = d["tokenizer"]
+    if pixels < ceiling:
+        text += (f" Even at this frame skip, copying the last frame *in pixels* beats the tokenizer's own "
+                 f"ceiling (MAE {pixels:.5f} vs {ceiling:.5f}): this tokenizer (held-out PSNR "
+                 f"{tokenizer['reconstruction']['psnr']:.1f}, SSIM {tokenizer['reconstruction']['ssim']:.3f}) caps "
+                 f"what any model behind it can reach on PushT.")
+    flicker = tokenizer["flicker"]
+    text += (f" The tokenizer flickers: {flicker['definition']} share {fmt.rate(flicker['token_agreement'])} of their "
+             f"tokens. These are the MLE baselines RLVR post-training starts from.")
+    return text
+
+
+SECTIONS = (
+    fmt.Section("PushT video world models", ("video_world_models.json",), "python -m benchmarks.experiments.video_world_models",
+                section),
+)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ the responses/s of ordinary answers:
   4. normal throughput: `task.verify` on token ids of 1,000 ordinary answers (one third
      gold, one third perturbed gold, one third garbage) for MiniWeb and MiniTextWorld.
 
-    python -m benchmarks.hostile_inputs
+    python -m benchmarks.experiments.hostile_inputs
 
 Writes `benchmarks/results/hostile_inputs.json` (and `.md`).
 """
@@ -35,7 +35,9 @@ from typing import Any
 
 import numpy as np
 
-RESULTS = Path(__file__).parent / "results"
+from benchmarks import sections as fmt
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 #: the bound the tests assert per response (each case is built to take about a second or less)
 BOUND_S = 2.0
 
@@ -231,7 +233,7 @@ def main() -> None:
 
     from rlvr_envs.core.records import RunRecord, note
 
-    record = RunRecord("python -m benchmarks.hostile_inputs", args, threads=1)
+    record = RunRecord("python -m benchmarks.experiments.hostile_inputs", args, threads=1)
     envs = {name: gym.make(f"RLVRWorld/{name}-v0", size=64) for name in ("MiniTextWorld", "MiniWeb")}
     tasks = {name: env.unwrapped.task for name, env in envs.items()}
     rows: list[dict] = []
@@ -257,7 +259,7 @@ def main() -> None:
         "normal_throughput": normal,
         "cases": rows,
         "run": record.finish(),
-        "command": "python -m benchmarks.hostile_inputs " + " ".join(
+        "command": "python -m benchmarks.experiments.hostile_inputs " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k != "out"),
     }
     result["note"] = note(result["run"]) + "; single process, hostile cases timed once, cold"
@@ -294,6 +296,61 @@ def main() -> None:
     table = "\n".join(lines) + "\n"
     out.with_suffix(".md").write_text(table)
     print(table)
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    d = files[0]
+    cases = d["cases"]
+    text_cases = [c for c in cases if c["kind"] == "text"]
+    actions = [c for c in cases if c["kind"] == "action"]
+    trees = [c for c in cases if c["kind"] == "tree"]
+    verifiers = sorted({c["target"] for c in text_cases})
+    envs = sorted({c["target"] for c in actions})
+    worst = d["worst_per_response"]
+    report = Path(d["_file"]).with_suffix(".md").as_posix()
+    listed = f"; every case is listed in {fmt.shown(report)}" if (fmt.RESULTS / report).is_file() else ""
+    text = (f"**Hostile inputs** (`{d['command']}`, {fmt.shown(d['_file'])}; {fmt.machine(d)}): "
+            f"{len({c['case'] for c in text_cases})} hostile texts through {len(verifiers)} text verifiers "
+            f"({', '.join(verifiers)}) and {len({c['case'] for c in actions})} hostile actions through "
+            f"{len(envs)} envs (long whitespace runs, unclosed fences, huge digit strings, deeply nested and "
+            f"over-long JSON, `json_repair`'s quadratic input, huge id arrays, ids past int64, negative and uint64 "
+            f"ids{listed}). "
+            f"Worst case {worst['seconds'] * 1000:.0f} ms per response ({worst['case']}, {worst['target']}).")
+    outside = [c for c in text_cases if not c["min"] <= c["reward"] <= c["max"]]
+    lowest = [c for c in text_cases if c["reward"] <= c["min"]]
+    reasons = [c for c in lowest if c.get("error")]
+    parsed = [c for c in lowest if not c.get("error") and c.get("parsed")]
+    if outside:
+        text += f" **{len(outside)} of {len(text_cases)} text rewards fall outside [min, max].**"
+    else:
+        text += f" Every text reward is within [min, max]"
+        if len(reasons) == len(lowest):
+            text += ", with a reason whenever it is the minimum."
+        else:
+            text += (f"; {len(reasons)} of the {len(lowest)} minimum rewards come with a reason"
+                     + (f", the other {len(parsed)} are answers that parsed and matched nothing."
+                        if len(reasons) + len(parsed) == len(lowest) else "."))
+    wrong = [c for c in actions if c.get("outcome") != c.get("expected")]
+    if wrong:
+        text += f" **{len(wrong)} of {len(actions)} actions did not get their expected outcome.**"
+    else:
+        text += (" Every action got its expected outcome (scored, the out-of-vocabulary id named, or refused at "
+                 "the door: TypeError when not integer token ids, ValueError when not 1-D).")
+    normal = d["normal_throughput"]
+    text += (" Normal answers: " + ", ".join(f"{name} {fmt.thousands(v['responses_per_s'])}" for name, v in normal.items())
+             + " responses/s on token ids.")
+    if trees:
+        largest = max(c["items"][0] for c in trees)
+        big = [c["seconds"] for c in trees if c["items"][0] == largest]
+        text += (f" Extracting gold from trees of {largest:,} items takes {fmt.seconds_range(big)} s including "
+                 f"parsing ({len(big)} shapes of tree).")
+    return text
+
+
+SECTIONS = (
+    fmt.Section("Hostile inputs", ("hostile_inputs.json",), "python -m benchmarks.experiments.hostile_inputs", section),
+)
 
 
 if __name__ == "__main__":

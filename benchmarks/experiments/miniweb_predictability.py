@@ -19,9 +19,9 @@ and counts, over the gold lines (`New/Deleted/Updated items`, pooled), per actio
   the name, catalog order);
 * id rule: new lines whose id is the next after the page's largest, in document order.
 
-    python -m benchmarks.miniweb_predictability --transitions 2000
+    python -m benchmarks.experiments.miniweb_predictability --transitions 2000
     git show 40e7884:rlvr_envs/web/mini_web.py > /tmp/mini_web_before.py   # the simulator before one site per seed
-    python -m benchmarks.miniweb_predictability --transitions 2000 --simulator /tmp/mini_web_before.py \
+    python -m benchmarks.experiments.miniweb_predictability --transitions 2000 --simulator /tmp/mini_web_before.py \
         --out benchmarks/results/miniweb_predictability_before
 
 Writes `benchmarks/results/miniweb_predictability.json` (and `.md`).
@@ -33,9 +33,12 @@ import argparse
 import copy
 import json
 import random
+import re
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+
+from benchmarks import sections as fmt
 
 KINDS = ("click", "type", "search", "hover", "scroll", "go_back")
 #: the action kinds the issue asks to be determined (>= GOAL of their gold lines)
@@ -188,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("--transitions and --reruns must be positive")
     from rlvr_envs.core.records import RunRecord
 
-    record = RunRecord("python -m benchmarks.miniweb_predictability", args, threads=1)
+    record = RunRecord("python -m benchmarks.experiments.miniweb_predictability", args, threads=1)
     kinds = audit(args.transitions, args.seed, args.reruns, load_simulator(args.simulator))
     run = record.finish()
     goal_met = (all(kinds[k]["determined"] >= GOAL for k in DETERMINISTIC if k in kinds and kinds[k]["gold_lines"])
@@ -202,6 +205,38 @@ def main(argv: list[str] | None = None) -> int:
     write(out, result)
     print(out.with_suffix(".md").read_text())
     return 0
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    """Issue 34's audit: per action kind, the share of gold lines every re-run reproduces (the
+    site's rules decide them), beside the same audit of the MiniWeb before one site per seed."""
+    d = files[0]
+    before = next((f for f in files[1:] if f["_file"].endswith("_before.json")), None)
+    rows = []
+    for kind, k in d["kinds"].items():
+        was = before["kinds"].get(kind, {}).get("determined") if before else None
+        rows.append([kind, str(k["transitions"]), f"{k['gold_lines']:,}", f"{k['determined']:.3f}",
+                     "-" if was is None else f"{was:.3f}", f"{k['in_prompt']:.3f}",
+                     "" if "search_by_rule" not in k else f"{k['search_by_rule']:.3f}"])
+    return (f"**MiniWeb predictability** (`{d['command']}`, {fmt.shown(d['_file'])}; {d['machine']}, {d['date']}): "
+            f"{d['transitions']} held-out transitions of `RLVRWorld/MiniWeb-v0`, each step re-run {d['reruns']} times "
+            "with other random generators; *determined* is the share of gold lines every re-run reproduces, "
+            "*in the prompt* the share whose item name the prompt holds (the rest are the seed's fixed site).\n\n"
+            + fmt.table(["action kind", "transitions", "gold lines", "determined", "before one site", "in the prompt",
+                         "search by its rule"], ["---", "---:", "---:", "---:", "---:", "---:", "---:"], rows)
+            + f"\n\nThe goal (>= {d['goal']:.0%} determined on the deterministic kinds) is "
+            f"**{'met' if d['goal_met'] else 'not met'}**.")
+
+
+SECTIONS = (
+    fmt.Section("MiniWeb as one site: predictability audit", ("miniweb_predictability.json",),
+                "python -m benchmarks.experiments.miniweb_predictability --transitions 2000 --out "
+                "benchmarks/results/miniweb_predictability", section,
+                optional=("miniweb_predictability_before.json",),
+                finding="The one-site MiniWeb's changes follow from the prompt on its deterministic kinds, which "
+                        "the first MiniWeb's did not."),
+)
 
 
 if __name__ == "__main__":

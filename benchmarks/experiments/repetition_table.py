@@ -1,8 +1,8 @@
 """RLVR-World's Table 3 at this machine's scale: repetition rejection, RLVR, RLVR with a
 repetition penalty and continued MLE on PushT, plus RLVR vs rejection at equal generated tokens (issue 13).
 
-    python -m benchmarks.repetition_table --layout multi --data data/pusht64 --steps 60
-    python -m benchmarks.repetition_table --layout single --data data/pusht64 --steps 120
+    python -m benchmarks.experiments.repetition_table --layout multi --data data/pusht64 --steps 60
+    python -m benchmarks.experiments.repetition_table --layout single --data data/pusht64 --steps 120
 
 Rows (every one sampled at temperature 1, top-k 100, on the same held-out transitions with
 the same `--eval-seeds` sampling seeds; mean and spread over the seeds):
@@ -37,9 +37,10 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.grpo_pusht import EVAL_TOP_K, continued_mle_stage, env_id, grpo_seconds, grpo_stage
+from benchmarks import sections as fmt
+from benchmarks.experiments.grpo_pusht import EVAL_TOP_K, continued_mle_stage, env_id, grpo_seconds, grpo_stage
 
-RESULTS = Path(__file__).resolve().parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 METRICS = ("mae", "mse", "psnr", "ssim", "repetition")
 
 
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> dict:
                   stage_commands=commands, training_predictions=training_predictions,
                   grpo_args={"steps": args.steps, "group_size": args.group_size,
                              "prompts_per_step": args.prompts_per_step, "lr": args.lr, "beta": 1e-3},
-                  command="python -m benchmarks.repetition_table " + " ".join(argv if argv is not None else sys.argv[1:]),
+                  command="python -m benchmarks.experiments.repetition_table " + " ".join(argv if argv is not None else sys.argv[1:]),
                   machine=f"{platform.machine()}, {platform.processor() or 'CPU'}, {args.threads} threads")
     RESULTS.mkdir(exist_ok=True)
     stem = RESULTS / f"repetition_table_{args.layout}"
@@ -213,6 +214,73 @@ def main(argv: list[str] | None = None) -> dict:
     plot(report, stem.with_suffix(".png"))
     print(markdown(report))
     return report
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    """Table 3 analogue, one table per layout, then the matched-token comparison in words."""
+    parts = []
+    for d in files:
+        rows = []
+        for name, e in d["rows"].items():
+            change = "-" if "mae_vs_base" not in e else (
+                "identical" if fmt.nan(e["mae_vs_base"]["p"]) and e["mae_vs_base"]["mean"] == 0
+                else f"{fmt.change(e['mae_change_percent'])} (p = {fmt.p_value(e['mae_vs_base']['p'])})")
+            rows.append([name, f"{e['mae']['mean']:.5f} ± {e['mae']['std_over_seeds']:.5f}", change,
+                         f"{e['ssim']['mean']:.4f}", f"{e['psnr']['mean']:.2f}", fmt.rate(e["repetition"]["mean"]),
+                         f"{e['draws_per_prediction']:.2f}",
+                         (f"{e['training_tokens'] / 1e6:.2f}M" if e["training_tokens"] else "0")
+                         + f" + {e['test_tokens'] / 1e3:.1f}k"])
+        seconds = ", ".join(f"{name} {v:,.0f} s" for name, v in d["training_seconds"].items())
+        parts.append(
+            f"PushT {d['layout']}-step (`{d['command']}`, {fmt.shown(d['_file'])}; {d['machine']}): "
+            f"{d['held_out_transitions']} held-out transitions x {d['sampling_seeds']} sampling seeds "
+            f"(temperature 1, top-k 100; greedy rows: greedy first draw, repeats redrawn by sampling), mean ± std "
+            f"over the seeds, MAE paired against mle_base decoded the same way; GRPO "
+            f"{d['grpo_args']['steps']} steps of {d['grpo_args']['prompts_per_step']} prompts x "
+            f"{d['grpo_args']['group_size']}, repetition penalty {d['penalty']} per repeated frame; training time "
+            f"{seconds}.\n\n"
+            + fmt.table(["row", "MAE", "vs base", "SSIM", "PSNR", "repetition", "draws / prediction",
+                         "generated tokens (training + test)"], ["---", "---:", "---:", "---:", "---:", "---:", "---:",
+                                                              "---:"], rows) + _repetition_findings(d))
+    return ("**Table 3 analogue: repetition rejection, RLVR, repetition penalty, continued MLE** "
+            "(`python -m benchmarks.experiments.repetition_table`; repetition is RLVR-World's token-identity definition; the "
+            "rows marked \"RLVR's tokens\" give rejection RLVR's whole token budget, training included, as extra "
+            "draws per prediction, and count the tokens it actually generated).\n\n" + "\n\n".join(parts))
+
+
+def _repetition_findings(d: dict) -> str:
+    """What the table shows, read from its numbers: whether the penalty ever acted, and what
+    rejection does where the base repeats."""
+    rows, notes = d["rows"], []
+    if rows["rlvr + repetition penalty"]["mae"]["per_seed"] == rows["rlvr"]["mae"]["per_seed"]:
+        notes.append("The penalty run is identical to plain RLVR: GRPO's training samples (temperature 1) never "
+                     "repeated, so the penalty never fired")
+    greedy, rejected = rows["mle_base, greedy"], rows["mle_base, greedy + rejection"]
+    if greedy["repetition"]["mean"] > 0:
+        notes.append(f"Greedy decoding of the base repeats ({fmt.rate(greedy['repetition']['mean'])}); rejection removes "
+                     f"that ({fmt.rate(rejected['repetition']['mean'])}) but MAE gets worse "
+                     f"({fmt.change(rejected['mae_change_percent'])}), because the redraws are samples, while RLVR "
+                     f"lowers greedy MAE {fmt.change(rows['rlvr, greedy']['mae_change_percent'])} and repetition to "
+                     f"{fmt.rate(rows['rlvr, greedy']['repetition']['mean'])}")
+        matched = next(e for name, e in rows.items() if name.startswith("mle_base, greedy + rejection, RLVR"))
+        same = f"{matched['mae']['mean']:.5f}" == f"{rejected['mae']['mean']:.5f}"
+        notes.append(f"Given RLVR's whole token budget ({d['matched_draws']} draws per prediction), rejection "
+                     f"stops after {matched['draws_per_prediction']:.2f} on average, "
+                     + ("at the same MAE: extra tokens buy rejection nothing once the repeats are gone" if same else
+                        f"at MAE {matched['mae']['mean']:.5f} (RLVR, greedy: {rows['rlvr, greedy']['mae']['mean']:.5f})"))
+    elif rows["mle_base + rejection"]["draws_per_prediction"] == 1:
+        notes.append("The base never repeats here, sampled or greedy, so rejection draws nothing extra and RLVR's "
+                     "gain is all quality")
+    return "\n\n" + ". ".join(notes) + "." if notes else ""
+
+
+SECTIONS = (
+    fmt.Section("Table 3 analogue", ("repetition_table_single.json", "repetition_table_multi.json"),
+                "python -m benchmarks.experiments.repetition_table --layout single|multi", section,
+                finding="The repetition penalty never fired (GRPO's samples never repeated); on multi-step, "
+                        "rejection removes repeats but worsens MAE, while RLVR lowers MAE."),
+)
 
 
 if __name__ == "__main__":

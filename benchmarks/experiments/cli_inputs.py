@@ -3,7 +3,7 @@ error with exit code 2 (after its usage block, and nothing else on stderr), befo
 never in a traceback or an accepted run; and missing or broken data named on the command line
 (`data_cases`) in one line with exit code 1 and no usage block.
 
-    python -m benchmarks.cli_inputs        # -> benchmarks/results/cli_inputs.{json,md}
+    python -m benchmarks.experiments.cli_inputs        # -> benchmarks/results/cli_inputs.{json,md}
 
 The catalogue (`cases`) is the one the test suite asserts (tests/test_cli_inputs.py runs it
 in-process); here each case runs in a fresh `python -m ...` process, timed, with a bound
@@ -21,9 +21,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import sections as fmt
 from rlvr_envs.core.records import RunRecord, note
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "benchmarks" / "results"
 BOUND_S = 90.0  #: a bad value still running after this long was accepted (work started)
 
@@ -275,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS / "cli_inputs"), help="results path without suffix")
     parser.add_argument("--only", default="", help="run only the cases whose name contains this text")
     args = parser.parse_args(argv)
-    record = RunRecord("python -m benchmarks.cli_inputs", args, threads=1)
+    record = RunRecord("python -m benchmarks.experiments.cli_inputs", args, threads=1)
     scratch = scratch_dir()
     rows = {}
     every = [(name, case, 2) for name, case in cases(scratch).items()] + \
@@ -286,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
                           "expected_exit": expected, **run_case(case, expected)}
             print(f"{rows[name]['outcome']:>9}  {rows[name]['seconds']:5.1f} s  {name}: {rows[name]['error']}")
     run = record.finish()
-    result = {"command": "python -m benchmarks.cli_inputs" + (f" --only {args.only}" if args.only else ""),
+    result = {"command": "python -m benchmarks.experiments.cli_inputs" + (f" --only {args.only}" if args.only else ""),
               "run": run, "note": note(run),
               "counts": {"cases": len(rows), "refused": sum(r["outcome"] == "refused" for r in rows.values()),
                          "extra_output": sum(r["outcome"] == "extra output" for r in rows.values()),
@@ -299,6 +300,23 @@ def main(argv: list[str] | None = None) -> int:
     out.with_suffix(".md").write_text(markdown(result))
     print(markdown(result))
     return 0 if result["counts"]["refused"] == len(rows) else 1
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    """Issue 33's table of bad command-line values: each refused in one line, none accepted."""
+    d = files[0]
+    n = d["counts"]
+    return (f"**Bad command-line values** (`{d['command']}`, {fmt.shown(d['_file'])}; {d['note']}): {n['cases']} bad "
+            f"values given to `rlvr-world` commands and trainers: {n['refused']} refused with exit 2 before any work "
+            f"(argparse's usage block, then one error line), {n.get('extra_output', 'uncounted')} with other lines on "
+            f"stderr, {n['tracebacks']} tracebacks, {n['accepted']} accepted. Each case and its one-line message: "
+            f"`{Path(d['_file']).with_suffix('.md').as_posix()}`.")
+
+
+SECTIONS = (
+    fmt.Section("Bad command-line values", ("cli_inputs.json",), "python -m benchmarks.experiments.cli_inputs", section),
+)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ and 20 steps later. For every frame this measures PSNR, SSIM, MAE, MSE of
 
 and counts the tokens of one 5-frame clip under each tokenizer.
 
-    python -m benchmarks.compressed_tokenizer --tokenizer rlvr_envs/assets/video/pusht_compressed_tokenizer
+    python -m benchmarks.experiments.compressed_tokenizer --tokenizer rlvr_envs/assets/video/pusht_compressed_tokenizer
 
 Writes benchmarks/results/compressed_tokenizer.{json,md}.
 """
@@ -29,10 +29,11 @@ from pathlib import Path
 
 import torch
 
+from benchmarks import sections as fmt
 from rlvr_envs.video.compressed_tokenizer import CLIP_METRICS as KEYS
 from rlvr_envs.video.compressed_tokenizer import PSNR_CAP, evaluate_clips, heldout_clips
 
-RESULTS = Path(__file__).parent / "results"
+RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 
 def markdown(result: dict) -> str:
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> dict:
     frame_tokenizer = FrameTokenizer.load(args.frame_tokenizer, device=device)
     _, test = load_episode_frames(args.data, args.test_every)
     clips = heldout_clips(test, args.frame_skip, 5, args.clip_stride, args.max_clips)
-    command = " ".join(["python -m benchmarks.compressed_tokenizer", *(sys.argv[1:] if argv is None else argv)])
+    command = " ".join(["python -m benchmarks.experiments.compressed_tokenizer", *(sys.argv[1:] if argv is None else argv)])
     result = {"command": command,
               "machine": f"{platform.machine()}, {args.threads} thread(s), CPU only",
               "tokenizer": args.tokenizer, "frame_tokenizer": args.frame_tokenizer, "data": args.data,
@@ -136,6 +137,27 @@ def main(argv: list[str] | None = None) -> dict:
     out.with_suffix(".md").write_text(text)
     print(text)
     return result
+
+# -- the results section (benchmarks.readme_results assembles it into the docs) -------------
+
+def section(files: list[dict]) -> str:
+    d = files[0]
+    e = d["eval"]
+    compressed, per_frame, copy = (e["compressed"]["future_frames"], e["per_frame"]["future_frames"],
+                                   e["copy_context_pixels"]["future_frames"])
+    tokens = e["tokens_per_clip"]
+    return (f"**Compressed multi-step tokenizer** (`{d['command']}`, {fmt.shown(d['_file'])}; {d['machine']}): on "
+            f"{e['clips']} held-out clips of {e['frames_per_clip']} frames (frame skip {d['frame_skip']}), the later "
+            f"frames decode at PSNR {compressed['psnr']:.2f} / MAE {compressed['mae']:.5f} from "
+            f"{tokens['compressed']} tokens per clip, against {per_frame['psnr']:.2f} / {per_frame['mae']:.5f} for "
+            f"the per-frame tokenizer's {tokens['per_frame']} and {copy['psnr']:.2f} / {copy['mae']:.5f} for "
+            f"copying the real context frame (no tokens).")
+
+
+SECTIONS = (
+    fmt.Section("Compressed multi-step tokenizer", ("compressed_tokenizer.json",),
+                "python -m benchmarks.experiments.compressed_tokenizer", section),
+)
 
 
 if __name__ == "__main__":
