@@ -8,6 +8,11 @@ from benchmarks import goals
 from benchmarks import sections as fmt
 
 
+def decode_rate(engine: dict) -> float:
+    """Decode tokens/s, prefill apart (runs before prefill was timed apart report one rate for both)."""
+    return engine.get("decode_tokens_per_second", engine["tokens_per_second"])
+
+
 def _gpu_run(d: dict) -> str:
     """One run of benchmarks/gpu_check.py: which stages finished and its figures against the
     ceilings it measured (the first run predates the ceilings and speed stages)."""
@@ -22,11 +27,16 @@ def _gpu_run(d: dict) -> str:
     if "speed" in done:
         dec, train = stages["speed"]["decoding"], stages["speed"]["training"]
         static, eager = dec["engines"]["static"], dec["engines"]["eager"]
-        facts.append(f"{dec['preset']} decoding at batch {dec['batch']}: static {static['tokens_per_second']:,.0f} "
+        facts.append(f"{dec['preset']} decoding at batch {dec['batch']}: static {decode_rate(static):,.0f} "
                      f"tokens/s ({static['share_of_memory_floor']:.0%} of the memory floor) vs eager "
-                     f"{eager['tokens_per_second']:,.0f}")
+                     f"{decode_rate(eager):,.0f}")
         facts.append(f"{train['preset']} MLE step: " + ", ".join(
             f"{mode} {row['mfu']:.1%} MFU" for mode, row in train["modes"].items() if "mfu" in row))
+    if "ship" in done:
+        facts.append("shipped-size models retrained: " + ", ".join(
+            f"{kind} {row['preset']} {row['sequences']:,} sequences (the shipped model {row['shipped_sequences']:,}; "
+            + ("undertrained" if row["undertrained"] else f"`{row['judge_with']}`") + ")"
+            for kind, row in stages["ship"].items() if isinstance(row, dict) and "sequences" in row))
     if "generation" in done:
         gen = stages["generation"]
         facts.append(f"{gen['preset']} eager decoding at batch {gen['batch']}: "
@@ -77,7 +87,7 @@ def summary() -> str:
     if speed:
         train, dec = speed[-1]["training"], speed[-1]["decoding"]
         mfu = train["modes"]["compiled"]["mfu"] if "compiled" in train["modes"] else train["modes"]["eager"]["mfu"]
-        static = dec["engines"]["static"]["tokens_per_second"]
+        static = decode_rate(dec["engines"]["static"])
         facts.append(
             f"the {train['preset']} preset's MLE step ({train['parameters'] / 1e6:.0f}M, compiled) trained at "
             f"{mfu:.1%} of the measured bf16 matmul rate (goal >= {goals.GOAL_MLE_MFU:.0%}: "

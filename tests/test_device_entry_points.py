@@ -178,6 +178,10 @@ def test_gpu_check_tiny_runs_every_stage_on_cpu_and_writes_json_and_markdown(tmp
     assert AutoModelForCausalLM.from_pretrained(text_model).config.num_hidden_layers >= 1
     assert (text_model / "tokenizer.json").is_file()
     assert "# GPU check" in (tmp_path / "out" / "gpu_check.md").read_text()
+    from benchmarks import gpu_runs  # a run committed under benchmarks/results/gpu_check/ renders on the results page
+
+    line = gpu_runs._gpu_run({**report, "_file": "gpu_check/tiny/gpu_check.json"})
+    assert "finished ceilings, ship, speed" in line and "shipped-size models retrained" in line, line
 
 
 def test_gpu_check_sets_grpo_seconds_aside_before_the_first_trainer():
