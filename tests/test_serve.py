@@ -8,13 +8,9 @@ waits on a readiness poll with a generous limit.
 from __future__ import annotations
 
 import asyncio
-import json
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 import numpy as np
 import pytest
@@ -149,117 +145,18 @@ def test_sixteen_concurrent_sessions_equal_sixteen_in_process_envs():
         assert metrics == jsonable(want_metrics)
 
 
-def http(url: str, path: str, body: bytes | None = None, method: str = "POST", headers: dict | None = None):
-    request = urllib.request.Request(url + path, data=body, method=method,
-                                     headers={"Content-Type": "application/json", **(headers or {})})
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"null")
-
-
-def http_raw(url: str, path: str, head_of_body: bytes, length: int) -> tuple[int, dict]:
-    """A POST declaring a `length`-byte body, of which only the head is sent: the server answers
-    from the headers (a client that uploads it all anyway may see the connection reset instead)."""
-    host, port = url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port)), timeout=60) as sock:
-        sock.sendall(f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-                     f"Content-Length: {length}\r\n\r\n".encode() + head_of_body)
-        reply = b""
-        while b"\r\n\r\n" not in reply or len(reply.split(b"\r\n\r\n", 1)[1]) < int(
-                reply.lower().split(b"content-length:", 1)[1].split(b"\r\n", 1)[0]):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            reply += chunk
-    head, _, body = reply.partition(b"\r\n\r\n")
-    return int(head.split()[1]), json.loads(body)
-
-
-def ws_exchange(url: str, messages: list, close_abruptly: bool = False) -> list:
-    """Raw WebSocket messages (text or dicts) to /ws; the replies as dicts."""
-    from websockets.sync.client import connect
-
-    replies = []
-    with connect(url.replace("http://", "ws://") + "/ws", max_size=None, open_timeout=60) as ws:
-        for message in messages:
-            ws.send(message if isinstance(message, (str, bytes)) else json.dumps(message))
-            replies.append(json.loads(ws.recv(timeout=120)))
-        if close_abruptly:
-            ws.socket.shutdown(socket.SHUT_RDWR)  # no close frame: a client gone mid-episode
-    return replies
-
-
-def fault_cases(url: str, task) -> list[dict]:
-    """Every fault case against a running server: (case, how it was answered, whether the server
-    then still served a full gold episode). The load benchmark tabulates the same list."""
-    reset = {"type": "reset", "data": {"seed": 0, "options": {"index": 0}}}
-    gold = {"type": "step", "data": {"text": task.target_text(0)}}
-    big = 9 * 1024 * 1024  # over the default 8 MiB limit
-    cases = []
-
-    def ws_case(name, messages, close_abruptly=False, want_error=True):
-        try:
-            replies = ws_exchange(url, messages, close_abruptly)
-            last = replies[-1]
-            answered = last["type"] == "error" if want_error else last["type"] == "observation"
-            how = f"WS {last['data'].get('code', 'observation')}: {str(last['data'].get('message', ''))[:90]}"
-        except Exception as exc:  # a closed connection is an answer too (e.g. a message over the limit)
-            answered, how = "1009" in str(exc) or "too big" in str(exc).lower(), f"WS closed: {str(exc)[:90]}"
-        cases.append({"case": name, "answered": answered, "how": how})
-
-    def http_case(name, path, body, length=None, want=(400, 413, 422)):
-        status, reply = http(url, path, body) if length is None else http_raw(url, path, body, length)
-        detail = reply.get("detail") if isinstance(reply, dict) else reply
-        cases.append({"case": name, "answered": status in want and isinstance(detail, str),
-                      "how": f"HTTP {status}: {str(detail)[:90]}"})
-
-    ws_case("WS: malformed JSON", [reset, "{not json"])
-    ws_case("WS: unknown message type", [reset, {"type": "jump"}])
-    ws_case("WS: action of the wrong type (tokens as strings)", [reset, {"type": "step", "data": {"tokens": ["a"]}}])
-    ws_case("WS: action with floats for token ids", [reset, {"type": "step", "data": {"tokens": [1.5, 2]}}])
-    ws_case("WS: action with an unknown field", [reset, {"type": "step", "data": {"code": "rm -rf /"}}])
-    ws_case("WS: empty action", [reset, {"type": "step", "data": {}}])
-    ws_case("WS: reset with a negative seed", [{"type": "reset", "data": {"seed": -3}}])
-    ws_case("WS: reset with an unknown option", [{"type": "reset", "data": {"options": {"idx": 0}}}])
-    ws_case("WS: reset onto a transition that does not exist", [{"type": "reset", "data": {"options": {"index": 10**9}}}])
-    ws_case("WS: step before reset", [gold])
-    ws_case("WS: step after the episode ended", [reset, gold, gold])
-    ws_case("WS: message over the size limit", [reset, json.dumps({"type": "step", "data": {"text": "x" * big}})])
-    ws_case("WS: client disconnects mid-episode", [reset], close_abruptly=True, want_error=False)
-    http_case("HTTP: malformed JSON", "/step", b"{not json")
-    http_case("HTTP: wrong types", "/step", json.dumps({"action": {"tokens": "abc"}}).encode())
-    http_case("HTTP: missing action", "/step", b"{}")
-    http_case("HTTP: body over the size limit", "/step", b"x" * 65536, length=big)
-    http_case("HTTP: Content-Length of a terabyte", "/step", b"{}", length=10**12)
-    http_case("HTTP: stateless step (no session)", "/step", json.dumps({"action": {"text": "x"}}).encode())
-    status, reply = http(url, "/mcp", json.dumps({"jsonrpc": "2.0", "id": 1, "method": "openenv/session/close",
-                                                  "params": {"session_id": "no-such-session"}}).encode())
-    cases.append({"case": "unknown session id (MCP session close)",
-                  "answered": status == 200 and "Unknown session_id" in json.dumps(reply),
-                  "how": f"HTTP {status} JSON-RPC error: {str((reply or {}).get('error', {}).get('message'))[:90]}"})
-    status, reply = http(url, "/mcp", json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list",
-                                                  "params": {"session_id": "no-such-session"}}).encode())
-    cases.append({"case": "unknown session id (MCP call)",
-                  "answered": status == 200 and "Unknown session_id" in json.dumps(reply),
-                  "how": f"HTTP {status} JSON-RPC error: {str((reply or {}).get('error', {}).get('message'))[:90]}"})
-    for case in cases:  # after each kind of fault the server still serves a whole episode
-        replies = ws_exchange(url, [reset, gold])
-        case["server_alive"] = replies[-1]["type"] == "observation" and replies[-1]["data"]["reward"] == 1.0
-    return cases
-
-
 def test_fault_cases_are_each_answered_and_the_server_keeps_serving():
     env_id = "RLVRWorld/MiniTextWorld-v0"
     task = in_process(env_id).unwrapped.task
+    from benchmarks.serve_load import fault_cases, http
+
     with served(env_id, max_sessions=4) as url:
-        cases = fault_cases(url, task)
+        cases = fault_cases(url, task.target_text(0), task.min_reward, task.max_reward(0))
         status, health = http(url, "/health", method="GET")
     assert status == 200 and health["status"] == "healthy"
-    failed = [c for c in cases if not (c["answered"] and c["server_alive"])]
+    failed = [c for c in cases if not (c["answered"] and c["server_alive"] and c["rewards_in_range"])]
     assert not failed, failed
-    assert len(cases) == 21
+    assert len(cases) == 22
 
 
 def test_session_cap_refuses_the_next_session_cleanly():
@@ -356,3 +253,16 @@ def test_cli_bad_arguments_are_one_line(argv, message, capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert message in err[-1] and "Traceback" not in "\n".join(err)
+
+
+def test_load_benchmark_at_a_tiny_budget(tmp_path):
+    """benchmarks.serve_load end to end (its own server process, 2 clients, 24 episodes): every
+    served reward equals the in-process one, every fault answered; its Markdown renders."""
+    from benchmarks.serve_load import main, render
+
+    result = main(["--steps", "24", "--clients", "2", "--env-kwargs", '{"size": 16}', "--out", str(tmp_path / "load")])
+    assert result["rewards_equal"] == 24 and result["rewards_in_range"] == 24
+    assert result["faults_answered"] == result["faults_server_alive"] == len(result["faults"]) == 22
+    assert result["served"]["steps_per_s"] > 0 and result["in_process"]["steps_per_s"] > 0
+    text = render(result)
+    assert "Served/in-process rate" in text and (tmp_path / "load.json").is_file()

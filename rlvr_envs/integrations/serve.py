@@ -345,6 +345,10 @@ def build_app(env_id: str, env_kwargs: dict[str, Any] | None = None, max_session
     async def _invalid(request: Request, exc: RequestValidationError):
         problems = []
         for error in exc.errors():
+            if error.get("type") == "json_invalid":
+                reason = (error.get("ctx") or {}).get("error", "")
+                problems.append(f"the body is not valid JSON{f' ({reason})' if reason else ''}")
+                continue
             where = ".".join(str(p) for p in error.get("loc", ()) if p != "body")
             problems.append(f"{where}: {error.get('msg', 'invalid')}" if where else str(error.get("msg", "invalid")))
         return JSONResponse(status_code=422, content={"detail": "; ".join(problems)[:500] or "invalid request"})
