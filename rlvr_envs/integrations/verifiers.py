@@ -79,6 +79,17 @@ class RLVRWorldTask(vf.Task[RLVRWorldData]):
         trace.info[REWARD_NAME] = result
         return result
 
+    async def validate(self, runtime=None) -> bool | None:
+        """verifiers' gold check (`vf-validate`): the gold answer scores the transition's maximum."""
+        data = self.data
+        if data.env_id == GOAL_ENV_ID or data.answer is None:
+            return None
+        from rlvr_envs.registration import task_from_env_id
+
+        task = task_from_env_id(data.env_id, **data.env_kwargs)
+        result = task.verify_text([data.index], [data.answer])[0]
+        return bool(result.parsed and result.reward >= result.max_reward)
+
     @vf.reward(weight=1.0)
     async def rlvr_world(self, trace) -> float:
         """The env's reward, exactly."""
