@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import shlex
 import socket
 import subprocess
 import sys
@@ -245,7 +246,12 @@ def main(argv: list[str] | None = None) -> dict:
     import rlvr_envs  # noqa: F401
     from rlvr_envs.core.records import RunRecord, note
 
-    record = RunRecord("python -m benchmarks.serve_load", args, threads=2)
+    given = list(sys.argv[1:] if argv is None else argv)
+    if "--out" in given:  # where the files go is not part of what was measured
+        at = given.index("--out")
+        del given[at:at + 2]
+    command = " ".join(["python -m benchmarks.serve_load", *(shlex.quote(a) for a in given)])
+    record = RunRecord("python -m benchmarks.serve_load", args, threads=1)
     env = gym.make(args.env_id, **env_kwargs)
     task = env.unwrapped.task
     episodes = workload(task, args.steps, args.seed)
@@ -254,6 +260,7 @@ def main(argv: list[str] | None = None) -> dict:
         served_run(url, episodes[: min(len(episodes), 4 * args.clients)], args.clients)  # warm-up
         in_process_run(env, episodes[:50])
         served = served_run(url, episodes, args.clients)
+        single = served_run(url, episodes[: max(1, len(episodes) // 4)], 1)
         local = in_process_run(env, episodes)
         faults = fault_cases(url, task.target_text(0), task.min_reward, task.max_reward(0))
     finally:
@@ -264,7 +271,10 @@ def main(argv: list[str] | None = None) -> dict:
     in_range = sum(r is not None and task.min_reward <= r <= m for r, m in zip(served["rewards"], maxima))
     result = {
         "env_id": args.env_id, "env_kwargs": env_kwargs, "steps": args.steps, "clients": args.clients,
+        "command": command,
         "served": {k: v for k, v in served.items() if k != "rewards"},
+        "served_one_client": {k: v for k, v in single.items() if k != "rewards"},
+        "one_client_steps": len(single["rewards"]),
         "in_process": {k: v for k, v in local.items() if k != "rewards"},
         "ratio_served_to_in_process": served["steps_per_s"] / local["steps_per_s"],
         "rewards_equal": agree, "rewards_in_range": in_range,
@@ -286,21 +296,26 @@ def main(argv: list[str] | None = None) -> dict:
 
 def render(result: dict) -> str:
     """The benchmark's Markdown section (a results page includes it as is)."""
-    served, local = result["served"], result["in_process"]
+    served, local, single = result["served"], result["in_process"], result["served_one_client"]
     n, faults = result["steps"], result["faults"]
     lines = [
         f"### Serving {result['env_id']} (OpenEnv) under load", "",
-        f"Measured by `{result['run']['command']}`; {result['note']}. The server is `rlvr-world serve` in its own "
-        f"process; {result['clients']} sessions of OpenEnv's own client share {n:,} episodes (reset onto a "
-        f"transition, one step with the response as token ids: gold, half and random answers in turn); in process "
-        f"is the same episodes through `gym.make` in a loop. Client and server share the machine's cores.", "",
+        f"Measured by `{result['command']}`; {result['note']} (the CPU share is the clients' process). The server "
+        f"is `rlvr-world serve` in its own process; {result['clients']} sessions of OpenEnv's own client share {n:,} "
+        f"episodes (reset onto a transition, one step with the response as token ids: gold, half and random answers "
+        f"in turn), then one session runs the first {result['one_client_steps']:,} of them alone (the round trip "
+        f"without queueing); in process is the same {n:,} episodes through `gym.make` in a loop. Clients and server "
+        f"share the machine's cores. A step's latency is its request's round trip as the client saw it.", "",
         "| path | steps/s | step p50 (ms) | step p99 (ms) | reset p50 (ms) | reset p99 (ms) |",
         "|---|---|---|---|---|---|",
         f"| served, {result['clients']} clients | {served['steps_per_s']:.0f} | {served['step_ms_p50']:.2f} | "
         f"{served['step_ms_p99']:.2f} | {served['reset_ms_p50']:.2f} | {served['reset_ms_p99']:.2f} |",
+        f"| served, 1 client | {single['steps_per_s']:.0f} | {single['step_ms_p50']:.2f} | "
+        f"{single['step_ms_p99']:.2f} | {single['reset_ms_p50']:.2f} | {single['reset_ms_p99']:.2f} |",
         f"| in process, 1 loop | {local['steps_per_s']:.0f} | {local['step_ms_p50']:.2f} | {local['step_ms_p99']:.2f} | "
         f"{local['reset_ms_p50']:.2f} | {local['reset_ms_p99']:.2f} |", "",
-        f"Served/in-process rate: **{result['ratio_served_to_in_process']:.2f}**. Served rewards equal to the "
+        f"Served ({result['clients']} clients)/in-process rate: **{result['ratio_served_to_in_process']:.3f}**. "
+        f"Served rewards equal to the "
         f"in-process ones: {result['rewards_equal']:,} of {n:,}; inside [min, max]: {result['rewards_in_range']:,} "
         f"of {n:,}.", "",
         f"Faults: {len(faults)} cases tried, {result['faults_answered']} answered, the server alive after "

@@ -221,22 +221,43 @@ def test_miniweb_goal_is_served_as_a_multi_step_text_env():
         assert result.reward == 1.0
 
 
-def test_cli_serves_an_id_to_a_client_in_another_process(tmp_path):
-    """`rlvr-world serve ID --port 0` in its own process; OpenEnv's client here drives it."""
-    env_id = "RLVRWorld/MiniTextWorld-v0"
-    task = in_process(env_id).unwrapped.task
+def test_readme_serve_and_client_in_separate_processes(tmp_path):
+    """README's lines: `rlvr-world serve ID` in its own process, then its client command (OpenEnv's
+    client, a third process) drives it."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```bash\n(.*?)```", readme, re.S) if "rlvr-world serve" in b)
+    assert 'pip install ".[serve]"' in block
+    serve_line = next(line for line in block.splitlines() if line.startswith("rlvr-world serve"))
+    env_id = serve_line.split()[2]
+    client_command = block[block.index("python -c"):]
     server = subprocess.Popen([sys.executable, "-m", "rlvr_envs.cli", "serve", env_id, "--port", "0",
                                "--env-kwargs", "size=16"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         line = server.stdout.readline()  # printed once it listens
         assert line.startswith(f"serving {env_id} on http://127.0.0.1:"), (line, server.stderr.read()[-2000:])
-        url = line.split(" on ")[1].split(" ")[0]
-        with client(url) as remote:
-            remote.reset(seed=0, options={"index": 5})
-            assert remote.step({"text": task.target_text(5)}).reward == 1.0
+        port = line.split(" on http://127.0.0.1:")[1].split(" ")[0]
+        out = subprocess.run(["bash", "-c", client_command.replace("8000", port)], capture_output=True, text=True,
+                             timeout=600)
+        assert out.returncode == 0, out.stderr[-2000:]
+        info = out.stdout.strip()
+        assert "'metrics':" in info and "'max_reward': 1.0" in info and "'index': 3" in info
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_serve_without_its_extra_is_one_line(monkeypatch, capsys):
+    from rlvr_envs.cli import main
+
+    for name in [m for m in sys.modules if m == "openenv" or m.startswith("openenv.")] + ["openenv"]:
+        monkeypatch.setitem(sys.modules, name, None)  # as if openenv-core were not installed
+    monkeypatch.delitem(sys.modules, "rlvr_envs.integrations.serve", raising=False)
+    assert main(["serve", "RLVRWorld/MiniTextWorld-v0", "--port", "0"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'rlvr-world[serve]'" in err[0], err
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -265,4 +286,18 @@ def test_load_benchmark_at_a_tiny_budget(tmp_path):
     assert result["faults_answered"] == result["faults_server_alive"] == len(result["faults"]) == 22
     assert result["served"]["steps_per_s"] > 0 and result["in_process"]["steps_per_s"] > 0
     text = render(result)
-    assert "Served/in-process rate" in text and (tmp_path / "load.json").is_file()
+    assert "in-process rate" in text and (tmp_path / "load.json").is_file()
+
+
+def test_serving_page_shows_the_committed_benchmark():
+    """docs/serving.md holds `render` of the committed result, whose faults were all answered."""
+    import json
+    from pathlib import Path
+
+    from benchmarks.serve_load import render
+
+    root = Path(__file__).resolve().parents[1]
+    result = json.loads((root / "benchmarks" / "results" / "serve_load.json").read_text(encoding="utf-8"))
+    assert render(result) in (root / "docs" / "serving.md").read_text(encoding="utf-8")
+    assert result["faults_answered"] == result["faults_server_alive"] == len(result["faults"])
+    assert result["rewards_equal"] == result["rewards_in_range"] == result["steps"]

@@ -19,7 +19,7 @@ What the server does:
   stateless ones (a fresh env per request), so episodes run over the WebSocket;
 - `reset(seed=, options={"index": i})` is the env's own reset, exactly (unknown keys refused);
 - observations (`RLVRWorldObservation`) carry the prompt as text (`prompt`, where the task
-  has text) and as token ids (`prompt_ids`), the response so far (`response_ids`), a plain
+  has text) and as token ids (`prompt_ids`) on reset, the response so far (`response_ids`), a plain
   env's own observation (`frame` for images, `fields` for a dict of texts) and the step's
   `info` (every reward component under `info["metrics"]`, `parsed`, `error`, `max_reward`,
   `min_reward`); OpenEnv's wire format leaves `Observation.metadata` out, so the info
@@ -106,8 +106,10 @@ class RLVRWorldAction(Action):
 class RLVRWorldObservation(Observation):
     """What reset and step return (`done`, `reward` and the fields below)."""
 
-    prompt: str | None = Field(default=None, description="the prompt as text (None for token-only tasks: video)")
-    prompt_ids: list[int] | None = Field(default=None, description="the prompt's token ids, as the env holds them")
+    prompt: str | None = Field(default=None, description="the prompt as text, on reset (None for token-only tasks: "
+                                                          "video)")
+    prompt_ids: list[int] | None = Field(default=None, description="the prompt's token ids as the env holds them, on "
+                                                                   "reset")
     response_ids: list[int] | None = Field(default=None, description="the response so far, as scored")
     frame: list | None = Field(default=None, description="a plain env's image observation, H x W x 3 uint8")
     fields: dict[str, Any] | None = Field(default=None, description="a plain env's dict observation (MiniWeb-Goal)")
@@ -206,7 +208,7 @@ class RLVRWorldEnvironment(Environment):
         self._void = None
         self._index = info.get("index")
         self._state = State(episode_id=episode_id, step_count=0)
-        return self._observation(obs, info, reward=None, done=False, truncated=False)
+        return self._observation(obs, info, reward=None, done=False, truncated=False, first=True)
 
     def step(self, action: RLVRWorldAction, timeout_s: float | None = None, **_: Any) -> RLVRWorldObservation:
         if self._void is not None:
@@ -290,17 +292,17 @@ class RLVRWorldEnvironment(Environment):
         return np.asarray(ids, dtype=np.int64) if ids else np.zeros(0, dtype=np.int64)
 
     def _observation(self, obs: Any, info: dict[str, Any], reward: float | None, done: bool,
-                     truncated: bool) -> RLVRWorldObservation:
+                     truncated: bool, first: bool = False) -> RLVRWorldObservation:
         task = self.task
         info = jsonable(info)
         fields: dict[str, Any] = {}
         if task is not None:
-            p = int(obs["prompt_len"][0])
             r = int(obs["response_len"][0])
-            fields["prompt_ids"] = obs["prompt"][:p].tolist()
             fields["response_ids"] = obs["response"][:r].tolist()
-            if hasattr(task, "prompt_text") and self._index is not None:
-                fields["prompt"] = task.prompt_text(self._index)
+            if first:  # the prompt comes with the reset; steps carry the response and the reward
+                fields["prompt_ids"] = obs["prompt"][:int(obs["prompt_len"][0])].tolist()
+                if hasattr(task, "prompt_text") and self._index is not None:
+                    fields["prompt"] = task.prompt_text(self._index)
             info["min_reward"] = float(task.min_reward)
             if "max_reward" not in info and self._index is not None:
                 info["max_reward"] = float(task.max_reward(self._index))
