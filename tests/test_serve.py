@@ -80,10 +80,11 @@ def test_gold_scores_max_and_garbage_min_through_openenv_client(env_id):
                 assert bad.observation["info"]["error"]
 
 
-def test_video_id_gold_beats_garbage_through_openenv_client():
-    """A video id (token-only, no text): the gold frame codes score at least as well as random codes."""
+@pytest.mark.parametrize("env_id", ["RLVRWorld/PushT-SingleStep-v0", "RLVRWorld/PushT-MultiStep-v0"])
+def test_video_id_gold_beats_garbage_through_openenv_client(env_id):
+    """A video id (token-only, no text): the gold frame codes score at least as well as random codes,
+    and exactly what the env in process gives them."""
     pytest.importorskip("torch")
-    env_id = "RLVRWorld/PushT-SingleStep-v0"
     env = in_process(env_id)
     task = env.unwrapped.task
     rng = np.random.default_rng(0)
