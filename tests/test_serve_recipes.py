@@ -89,21 +89,28 @@ def test_recipe_external_policy_in_a_served_learned_simulator_equals_policy_eval
     (tmp_path / "my_policy.py").write_text(python_file("my_policy.py", own_policy), encoding="utf-8")
     starts, steps = 2, 3
     code = tiny(python_file("policy_client.py", section), STARTS__MAX_STEPS__LEAD__SEED__BAR=f"{starts}, {steps}, 60, 0, 0.8")
-    server, url = serve("RLVRWorld/PushT-LearnedSim-v0")
-    try:
-        out = run_script(tmp_path, "policy_client.py", code, url)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    served = json.loads(out.splitlines()[0])
     command = next(line for line in re.findall(r"```bash\n(.*?)```", section, re.S)[-1].splitlines()
                    if line.startswith("rlvr-world policy-eval"))
     argv = command.split()[1:] + ["--starts", str(starts), "--max-steps", str(steps), "--out", str(tmp_path / "local"),
                                   "--threads", "2"]
-    local = subprocess.run([sys.executable, "-m", "rlvr_envs.cli", *argv], cwd=tmp_path, capture_output=True, text=True,
-                           env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"},
-                           timeout=900)
-    assert local.returncode == 0, local.stderr[-3000:]
+    (tmp_path / "rlvr_envs").symlink_to(REPO / "rlvr_envs")  # the shipped assets at the paths the page gives
+    # policy-eval in process runs meanwhile (it needs no server)
+    local = subprocess.Popen([sys.executable, "-m", "rlvr_envs.cli", *argv], cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": f"{REPO}{os.pathsep}{tmp_path}"})
+    try:
+        server, url = serve("RLVRWorld/PushT-LearnedSim-v0")
+        try:
+            out = run_script(tmp_path, "policy_client.py", code, url)
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+        _, err = local.communicate(timeout=900)
+    finally:
+        if local.poll() is None:
+            local.kill()
+    assert local.returncode == 0, err[-3000:]
+    served = json.loads(out.splitlines()[0])
     results = json.loads((tmp_path / "local" / "results.json").read_text())
     learned = sorted((r for r in results["rollouts"] if r["simulator"] == "LearnedPushTSim"), key=lambda r: r["start"])
     assert [r["judged_success"] for r in learned] == [row["success"] for row in served]
