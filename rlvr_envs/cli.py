@@ -36,6 +36,8 @@ CHECKOUT_COMMANDS = {
 APPLICATION_COMMANDS = {
     "plan": ("rlvr_envs.planning.command", "CEM planning on PushT with learned simulators and baselines"),
     "policy-eval": ("rlvr_envs.policy_eval.command", "Real2Sim: policies in the learned vs the real PushT"),
+    "serve": ("rlvr_envs.integrations.serve_command", "serve a registered id as an OpenEnv environment server "
+                                                      "([serve] extra)"),
 }
 
 
@@ -154,7 +156,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="rlvr-world", description=__doc__)
     parser.set_defaults(func=lambda _args: parser.print_help() or 0)
-    sub = parser.add_subparsers(dest="command", metavar="{demo,list,episode,data,plan,policy-eval}")
+    sub = parser.add_subparsers(dest="command", metavar="{demo,list,episode,data,plan,policy-eval,serve}")
 
     defaults = argparse.ArgumentDefaultsHelpFormatter
     listing = sub.add_parser("list", help="the registered env ids and whether their data is here",

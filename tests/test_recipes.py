@@ -50,7 +50,8 @@ TINY = {
                              "--threads", "1"],
 }
 #: sections whose commands a test of their own reads from this page and runs (with more asserted of the output)
-TESTED_ELSEWHERE = {"Evaluate your own policy in a learned simulator": "tests/test_policy_eval.py"}
+TESTED_ELSEWHERE = {"Evaluate your own policy in a learned simulator": "tests/test_policy_eval.py",
+                    "Serve an id to any trainer or policy (OpenEnv, verifiers)": "tests/test_serve_recipes.py"}
 
 
 def sections() -> dict[str, str]:

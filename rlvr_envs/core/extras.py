@@ -18,6 +18,8 @@ EXTRA_OF = {
     "tfrecord": "video", "google": "video",
     "trl": "train", "peft": "train", "accelerate": "train", "datasets": "train", "stable_baselines3": "train",
     "matplotlib": "train",
+    "openenv": "serve", "fastapi": "serve", "uvicorn": "serve", "websockets": "serve",
+    "verifiers": "verifiers",
 }
 
 

@@ -15,6 +15,9 @@ argument, repeated for each completion of a group, so the reward function finds 
 completion's transition by `index` (and checks `uid` when the column is there, so a
 dataset built with other env arguments is caught, not silently mis-scored).
 
+`ServedRollouts` is the other way round: a TRL `rollout_func` whose episodes run on a served env
+(`rlvr-world serve ID`, the `[serve]` extra), scored on the token ids the model sampled.
+
 Text tasks are verified from the completion strings (`task.verify_text`); token tasks
 (video) from `completion_ids`. Every metric component goes to TRL's logs through the
 `log_metric` hook TRL 1.16 passes to reward functions (averaged per logging step, across
@@ -268,3 +271,119 @@ def balanced_indices(task: Any, seed: int = 0) -> list[int]:
     out = small + large + unknown
     rng.shuffle(out)
     return out
+
+
+class ServedRollouts:
+    """A TRL `rollout_func` whose episodes run on a served env (`rlvr-world serve ID`), and the
+    reward function that reads their rewards (`.reward`).
+
+        rollouts = ServedRollouts("http://127.0.0.1:8000", dataset)   # dataset: prompt_dataset(ID, ...)
+        trainer = GRPOTrainer(model=..., reward_funcs=rollouts.reward, rollout_func=rollouts, ...)
+
+    For each prompt TRL hands over (its group's copies included), the trainer's model samples one
+    completion from the prompt's token ids; then, in a session of the server (OpenEnv's client,
+    `sessions` at once), the env resets onto the prompt's transition (`index` from the dataset),
+    its prompt ids are checked against the trainer's (a server whose tokenizer differs is refused
+    in one line, never scored), and the completion's token ids are the step's action: the reward
+    is computed on exactly the ids the model sampled. Returns TRL's `prompt_ids`,
+    `completion_ids` (up to and including EOS), `logprobs` (of the sampled tokens), plus
+    `env_reward` and `env_metrics` for the reward function. `history` keeps each call's mean
+    reward; `failures` counts episodes the server refused (scored `min_reward`).
+    """
+
+    def __init__(self, base_url: str, dataset: Any, sessions: int = 8, min_reward: float = 0.0,
+                 message_timeout_s: float = 300.0):
+        self.base_url = base_url
+        self.index_of = {}
+        for prompt, index in zip(dataset["prompt"], dataset["index"]):
+            self.index_of.setdefault(prompt, int(index))
+        self.sessions = max(1, int(sessions))
+        self.min_reward = float(min_reward)
+        self.message_timeout_s = message_timeout_s
+        self.history: list[float] = []
+        self.failures = 0
+        self.errors: deque[str] = deque(maxlen=20)
+
+    def _generate(self, prompt_ids: list[list[int]], trainer: Any) -> tuple[list[list[int]], list[list[float]]]:
+        import torch
+
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        tokenizer = trainer.processing_class
+        eos = tokenizer.eos_token_id
+        config = trainer.args
+        sampling = {"do_sample": True, "temperature": float(config.temperature),
+                    **({"top_k": int(config.top_k)} if getattr(config, "top_k", None) else {}),
+                    **({"top_p": float(config.top_p)} if getattr(config, "top_p", None) not in (None, 1.0) else {})}
+        completions, logprobs = [], []
+        was_training = model.training
+        model.eval()
+        try:
+            with torch.no_grad():
+                for ids in prompt_ids:
+                    inputs = torch.tensor([ids], device=model.device)
+                    out = model.generate(inputs, attention_mask=torch.ones_like(inputs),
+                                         max_new_tokens=int(config.max_completion_length), output_scores=True,
+                                         return_dict_in_generate=True,
+                                         pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None
+                                         else eos, **sampling)
+                    sampled = out.sequences[0, len(ids):].tolist()
+                    scores = model.compute_transition_scores(out.sequences, out.scores, normalize_logits=True)[0]
+                    end = sampled.index(eos) + 1 if eos in sampled else len(sampled)
+                    completions.append(sampled[:end])
+                    logprobs.append([float(x) for x in scores[:end].tolist()])
+        finally:
+            model.train(was_training)
+        return completions, logprobs
+
+    async def _episodes(self, episodes: list[tuple[int, list[int], list[int]]]) -> list[tuple[float, dict]]:
+        import asyncio
+
+        from openenv.core import GenericEnvClient
+
+        results: list[tuple[float, dict] | None] = [None] * len(episodes)
+
+        async def session(k: int) -> None:
+            async with GenericEnvClient(base_url=self.base_url, message_timeout_s=self.message_timeout_s) as env:
+                for e in range(k, len(episodes), self.sessions):
+                    index, prompt_ids, completion = episodes[e]
+                    try:
+                        first = await env.reset(options={"index": index})
+                        if first.observation.get("prompt_ids") != prompt_ids:
+                            raise ValueError(f"the served env's prompt ids for transition {index} differ from the "
+                                             f"trainer's tokenization of its prompt: serve the id with the model's "
+                                             f"tokenizer (--env-kwargs tokenizer=<model dir>)")
+                        result = await env.step({"tokens": completion})
+                        results[e] = (float(result.reward), dict(result.observation.get("info", {})))
+                    except (RuntimeError, ValueError) as exc:
+                        if isinstance(exc, ValueError):
+                            raise
+                        self.failures += 1
+                        self.errors.append(str(exc))
+                        results[e] = (self.min_reward, {"error": str(exc)})
+
+        await asyncio.gather(*(session(k) for k in range(min(self.sessions, len(episodes)))))
+        return results
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, list]:
+        import asyncio
+
+        texts = [_completion_text(p) if not isinstance(p, str) else p for p in prompts]
+        missing = [t[:60] for t in texts if t not in self.index_of]
+        if missing:
+            raise KeyError(f"{len(missing)} prompt(s) are not in the dataset ServedRollouts was built with "
+                           f"(first: {missing[0]!r})")
+        tokenizer = trainer.processing_class
+        prompt_ids = [tokenizer(t, add_special_tokens=False)["input_ids"] for t in texts]
+        completions, logprobs = self._generate(prompt_ids, trainer)
+        scored = asyncio.run(self._episodes([(self.index_of[t], ids, c)
+                                             for t, ids, c in zip(texts, prompt_ids, completions)]))
+        rewards = [reward for reward, _ in scored]
+        self.history.append(sum(rewards) / max(len(rewards), 1))
+        return {"prompt_ids": prompt_ids, "completion_ids": completions, "logprobs": logprobs,
+                "env_reward": rewards, "env_metrics": [info.get("metrics", {}) for _, info in scored]}
+
+    def reward(self, prompts=None, completions=None, env_reward=None, **_: Any) -> list[float]:
+        """The reward function to pass with it: the served env's reward of each completion."""
+        if env_reward is None:
+            raise KeyError("no env_reward column reached the reward function: pass rollout_func=ServedRollouts(...)")
+        return [float(r) for r in env_reward]
