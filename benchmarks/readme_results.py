@@ -25,8 +25,8 @@ from typing import Callable
 
 from benchmarks import (cli_runs, env_overhead, goals, gpu_runs, grpo_pusht_rewards, language_world_models,
                         metrics_throughput, planning_agreement, pusht_planning, pusht_success_judge, real2sim_compare,
-                        rl_algorithms, text_sft_speed, text_verifier_throughput, web_agent, web_verifier_throughput,
-                        world_model_speed)
+                        rl_algorithms, serve_load, text_sft_speed, text_verifier_throughput, web_agent,
+                        web_verifier_throughput, world_model_speed)
 from benchmarks import sections as fmt
 from benchmarks.experiments import (best_of_n_scaling, cli_inputs, compressed_tokenizer, grpo_ablations, grpo_pusht,
                                     hostile_inputs, learned_sim_fidelity, learned_sim_step, miniweb_predictability,
@@ -43,12 +43,11 @@ MODULES = (cli_runs, grpo_pusht_rewards, grpo_pusht, repetition_table, video_wor
            video_generation, env_overhead, text_verifier_throughput, metrics_throughput, web_verifier_throughput,
            hostile_inputs, rl_algorithms, best_of_n_scaling, grpo_ablations, pusht_planning, learned_sim_fidelity,
            planning_agreement, language_world_models, text_sft_speed, world_model_speed, gpu_runs, learned_sim_step,
-           cli_inputs, web_agent, miniweb_predictability, pusht_success_judge, real2sim_compare)
+           cli_inputs, web_agent, miniweb_predictability, pusht_success_judge, real2sim_compare, serve_load)
 SECTIONS: tuple[fmt.Section, ...] = tuple(chain.from_iterable(m.SECTIONS for m in MODULES))
 #: the goals table's rows, each built by the benchmark that measures it
 GOALS = (grpo_pusht_rewards.goal, language_world_models.goal, pusht_planning.goal, pusht_success_judge.goal,
          real2sim_compare.goal)
-# (a future benchmarks/serve_load.py joins MODULES, and its section the speed heading of CURRENT)
 
 
 #: docs/results.md: what holds today, under the questions a reader asks (section titles, in order)
@@ -62,8 +61,9 @@ CURRENT = (
         "PushT CEM planning against the blind-CEM floor", "Web agents on the one-site MiniWeb")),
     ("The shipped world models and their data", (
         "PushT video world models", "Compressed multi-step tokenizer", "PushT data", "Text-game world models that ship")),
-    ("Verifier, env and model speed", (  # a load benchmark of the served simulator joins here
-        "Env overhead", "Text-game verifier", "Reward throughput", "Web verifier", "Hostile inputs",
+    ("Verifier, env and model speed", (
+        "Env overhead", "Serving an id under load", "Text-game verifier", "Reward throughput", "Web verifier",
+        "Hostile inputs",
         "KV-cached generation", "Learned-simulator step", "World-model speed", "Text SFT speed",
         "Bad command-line values")),
     ("GPU runs", ("GPU check on one H200",)),

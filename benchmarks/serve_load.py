@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks import sections as fmt
+
 RESULTS = Path(__file__).parent / "results"
 
 
@@ -294,8 +296,9 @@ def main(argv: list[str] | None = None) -> dict:
     return result
 
 
-def render(result: dict) -> str:
-    """The benchmark's Markdown section (a results page includes it as is)."""
+def render(result: dict, fault_table: bool = True) -> str:
+    """The benchmark's Markdown section (docs/serving.md includes it as is; docs/results.md without the
+    fault table, which it links)."""
     served, local, single = result["served"], result["in_process"], result["served_one_client"]
     n, faults = result["steps"], result["faults"]
     lines = [
@@ -321,13 +324,26 @@ def render(result: dict) -> str:
         f"Faults: {len(faults)} cases tried, {result['faults_answered']} answered, the server alive after "
         f"{result['faults_server_alive']} (a whole gold episode scored the maximum after each), rewards inside "
         f"their range in {result['faults_rewards_in_range']}.", "",
-        "| case | answered | how | server alive |", "|---|---|---|---|",
     ]
+    if not fault_table:
+        return "\n".join(lines[:-1] + ["", "Each case and its answer: [docs/serving.md](serving.md)."])
+    lines += ["| case | answered | how | server alive |", "|---|---|---|---|"]
     for case in faults:
         how = case["how"].replace("|", "\\|").replace("\n", " ")
         lines.append(f"| {case['case']} | {'yes' if case['answered'] else '**no**'} | {how} | "
                      f"{'yes' if case['server_alive'] else '**no**'} |")
     return "\n".join(lines)
+
+
+def section(files: list[dict]) -> str:
+    """docs/results.md's section: `render` without its page heading and fault table."""
+    heading, _, body = render(files[0], fault_table=False).partition("\n\n")
+    return f"**{heading.removeprefix('### ')}** ({fmt.shown(files[0]['_file'])})\n\n{body}"
+
+
+SECTIONS = (
+    fmt.Section("Serving an id under load", ("serve_load.json",), "python -m benchmarks.serve_load", section),
+)
 
 
 if __name__ == "__main__":
