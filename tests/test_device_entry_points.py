@@ -18,9 +18,10 @@ NEEDS = {"trainers.train_video_world_model": ["--tokenizer", str(Path(__file__).
 #: `python -m trainers.demo`, which TRAINERS covers)
 COMMANDS = {"plan": ["--out", "x"], "policy-eval": ["--out", "x"]}
 #: benchmarks that run a model (argparse inside `main(argv)`)
-BENCHMARKS = ("video_generation", "video_world_models", "planning_agreement", "learned_sim_fidelity", "grpo_pusht",
-              "best_of_n_scaling", "repetition_table", "rl_algorithms", "grpo_ablations", "compressed_tokenizer",
-              "metrics_throughput", "gpu_check", "web_agent")
+BENCHMARKS = ("experiments.video_generation", "experiments.video_world_models", "planning_agreement",
+              "experiments.learned_sim_fidelity", "experiments.grpo_pusht", "experiments.best_of_n_scaling",
+              "experiments.repetition_table", "rl_algorithms", "experiments.grpo_ablations",
+              "experiments.compressed_tokenizer", "metrics_throughput", "gpu_check", "web_agent")
 
 
 @pytest.fixture
@@ -137,7 +138,7 @@ def test_gpu_check_tiny_runs_every_stage_on_cpu_and_writes_json_and_markdown(tmp
     assert report["deadline_seconds"] == 600 + 300 + 300  # each optional stage brings its own seconds
     assert stages["ceilings"]["matmul_flops"] > 0 and stages["ceilings"]["copy_bytes_per_second"] > 0
     decoding = stages["speed"]["decoding"]
-    assert set(decoding["engines"]) == {"eager", "static"} and decoding["greedy_tokens_equal"] == 1.0
+    assert {"eager", "static"} <= set(decoding["engines"]) and decoding["greedy_tokens_equal"] == 1.0
     assert 0 < decoding["engines"]["static"]["share_of_memory_floor"]
     assert stages["speed"]["training"]["modes"]["eager"]["mfu"] > 0
     assert stages["rewards"]["max_reward_difference"] < 1e-5  # batched and per-frame rewards agree

@@ -476,7 +476,10 @@ def test_the_documented_user_policy_runs_through_policy_eval(tmp_path, monkeypat
     assert main([*argv, "--no-family", "--max-steps", "2", "--heldout-episodes", "2", "--threads", "1"]) == 0
     report = json.loads((tmp_path / "out" / "results.json").read_text())
     committed = sections.load("real2sim/recipe_defaults_waypoint_40starts_heldout_b/results.json")
-    assert (gaps := sections.missing_fields(committed, report)) == [], f"rerun the committed run: it lacks {gaps}"
+    # the failed-rollout record came with `--on-policy-error`: before it a policy error stopped the run, so a run
+    # that finished had none; every other field a fresh run writes must be in the committed one
+    gaps = [g for g in sections.missing_fields(committed, report) if not g.endswith(("/failed_rollouts", "/error"))]
+    assert gaps == [], f"rerun the committed run: it lacks {gaps}"
     assert [row["policy"] for row in report["policies"]] == ["toward_centre", "circler"]
     assert all(0.0 <= row["learned_success"] <= 1.0 for row in report["policies"])
     printed = capsys.readouterr().out

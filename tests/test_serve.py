@@ -230,6 +230,7 @@ def test_readme_serve_and_client_in_separate_processes(tmp_path):
     """README's lines: `rlvr-world serve ID` in its own process, then its client command (OpenEnv's
     client, a third process) drives it."""
     import re
+    import shlex
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
@@ -244,8 +245,8 @@ def test_readme_serve_and_client_in_separate_processes(tmp_path):
         line = server.stdout.readline()  # printed once it listens
         assert line.startswith(f"serving {env_id} on http://127.0.0.1:"), (line, server.stderr.read()[-2000:])
         port = line.split(" on http://127.0.0.1:")[1].split(" ")[0]
-        out = subprocess.run(["bash", "-c", client_command.replace("8000", port)], capture_output=True, text=True,
-                             timeout=600)
+        client = client_command.replace("8000", port).replace("python -c", f"{shlex.quote(sys.executable)} -c", 1)
+        out = subprocess.run(["bash", "-c", client], capture_output=True, text=True, timeout=600)  # this venv's python
         assert out.returncode == 0, out.stderr[-2000:]
         info = out.stdout.strip()
         assert "'metrics':" in info and "'max_reward': 1.0" in info and "'index': 3" in info
