@@ -278,7 +278,7 @@ def decide(kind: str, held_out: dict[str, dict], checks: dict[str, dict] | None 
     if kind == "pusht" and judged["better"]:  # checks that could not change a held-out loss are not reasons
         for name, check in (checks or {}).items():
             if check.get("not_worse") is None:
-                reasons.append(f"{name} did not run ({check.get('why', 'skipped')})")
+                reasons.append(f"{name} decided nothing ({check.get('why') or 'not run'})")
             elif not check["not_worse"]:
                 reasons.append(f"{name} is worse: {check['difference_text']}")
         if starts < MIN_STARTS:
@@ -384,11 +384,14 @@ def real2sim(args: Args, shipped: Path, candidate: Path, work: Path) -> dict[str
     differences = {name: start_difference(metric, first=(s1, r1), second=(s2, r2), resamples=RESAMPLES)
                    for name, metric in RANK_METRICS.items()}
     pearson = differences["pearson"]
-    not_worse = None if not math.isfinite(pearson["high"]) else bool(pearson["high"] >= 0)
+    defined = math.isfinite(pearson["high"])
+    not_worse = bool(pearson["high"] >= 0) if defined else None
     summary = {n: {k: runs[n]["summary"].get(k) for k in ("pearson", "pearson_interval", "mmrv", "mmrv_interval")}
                for n in runs}
     return {"starts": args.starts, "policies": p1, "commands": commands, **summary, "difference": differences,
             "not_worse": not_worse,
+            "why": None if defined else "the Pearson is undefined in every draw of the starts (no spread in the "
+                                        "success rates): more starts",
             "difference_text": f"Pearson {pearson['difference']:+.3f} (95% over starts {pearson['low']:+.2f} to "
                                f"{pearson['high']:+.2f})",
             "rule": "not worse when the 95% interval of the paired Pearson difference (candidate - shipped, starts "
@@ -411,22 +414,25 @@ def planning(args: Args, shipped: Path, candidate: Path, work: Path) -> dict[str
     for planner, name in (("cem_base", "shipped"), ("cem_rlvr", "candidate"), ("cem_true_sim", "true_sim")):
         rows = sorted((r for r in report["episodes"] if r["planner"] == planner), key=lambda r: r["index"])
         success[name] = np.array([float(r["success"]) for r in rows])
-    true = success["true_sim"].sum()
+    true = int(success["true_sim"].sum())
     shares = {name: (float(success[name].sum() / true) if true else float("nan")) for name in ("shipped", "candidate")}
-    draws = np.random.default_rng(0).integers(0, len(success["true_sim"]), size=(RESAMPLES, len(success["true_sim"])))
-    differences = np.array([(success["candidate"][d].sum() - success["shipped"][d].sum()) / success["true_sim"][d].sum()
-                            for d in draws if success["true_sim"][d].sum()])
-    low, high = (np.quantile(differences, [0.025, 0.975]).tolist() if differences.size else [float("nan")] * 2)
-    difference = shares["candidate"] - shares["shipped"]
-    return {"command": command, "episodes": len(success["true_sim"]), "cem": {**CEM, "samples": args.cem_samples,
-                                                                               "iterations": args.cem_iterations},
+    gain = success["candidate"] - success["shipped"]  # per episode: the same goal for both
+    draws = np.random.default_rng(0).integers(0, len(gain), size=(RESAMPLES, len(gain)))
+    low, high = np.quantile(gain[draws].mean(axis=1), [0.025, 0.975]).tolist()
+    difference = float(gain.mean())
+    scale = len(gain) / true if true else float("nan")  # success rate -> share of the true simulator's successes
+    text = (f"success rate {difference:+.2f} (95% over episodes {low:+.2f} to {high:+.2f})"
+            + (f", share {difference * scale:+.2f} ({low * scale:+.2f} to {high * scale:+.2f})" if true else
+               "; the true simulator succeeded on no episode, so no share is defined"))
+    return {"command": command, "episodes": len(gain), "cem": {**CEM, "samples": args.cem_samples,
+                                                               "iterations": args.cem_iterations},
             "successes": {n: int(v.sum()) for n, v in success.items()}, "share": shares,
-            "difference": {"difference": difference, "low": low, "high": high},
-            "not_worse": None if not math.isfinite(high) else bool(high >= 0),
-            "why": "the true simulator succeeded on no episode, so no share is defined" if not true else None,
-            "difference_text": f"share {difference:+.2f} (95% over episodes {low:+.2f} to {high:+.2f})",
-            "rule": "not worse when the 95% interval of the paired difference of shares (candidate - shipped, "
-                    "episodes drawn again with replacement) reaches 0 or above"}
+            "difference": {"success_rate": difference, "low": low, "high": high, "share": difference * scale,
+                           "share_low": low * scale, "share_high": high * scale},
+            "not_worse": bool(high >= 0), "difference_text": text,
+            "rule": "not worse when the 95% interval of the paired difference in CEM success (candidate - shipped, "
+                    "the same goals, episodes drawn again with replacement) reaches 0 or above; the share of the true "
+                    "simulator's successes moves with it, both planners sharing that denominator"}
 
 
 # -- applying a win, and what it makes stale --------------------------------------------------------
@@ -481,6 +487,19 @@ def _row(label: str, shipped: float, candidate: float, test: dict[str, float], s
             f"[{test['low'] * scale:+{f}}, {test['high'] * scale:+{f}}] | {test['p']:.2g} | {test['n']} |")
 
 
+def _metric(summary: dict[str, Any], name: str) -> str:
+    """A Real2Sim metric with its interval over starts, 'undefined' when it is."""
+    value, interval = summary.get(name), summary.get(f"{name}_interval") or ()
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "undefined"
+    return f"{value:.3f}" + (f" ({interval[0]:.2f} to {interval[1]:.2f})" if len(interval) == 2 and None not in interval
+                             else "")
+
+
+def _outcome(check: dict[str, Any]) -> str:
+    return {True: "not worse", False: "**worse**", None: f"no decision ({check.get('why')})"}[check["not_worse"]]
+
+
 def report_markdown(result: dict[str, Any]) -> str:
     """adopt.md: the verdict and why, every figure with its interval, the rule, the command."""
     from trainers.demo import OBJECT_COLUMNS
@@ -517,16 +536,16 @@ def report_markdown(result: dict[str, Any]) -> str:
             lines.append(f"{'Real2Sim' if name == 'real2sim' else 'CEM planning'}: not run ({check['why']}).")
         elif name == "real2sim":
             lines.append(f"Real2Sim recipe, {check['starts']} starts, policies {', '.join(check['policies'])}: Pearson "
-                         f"shipped {check['shipped']['pearson']}, candidate {check['candidate']['pearson']}; candidate "
-                         f"- shipped {check['difference_text']}; MMRV {check['shipped']['mmrv']} vs "
-                         f"{check['candidate']['mmrv']}. Rule: {check['rule']}: "
-                         f"{'not worse' if check['not_worse'] else 'worse or undefined'}.")
+                         f"shipped {_metric(check['shipped'], 'pearson')}, candidate "
+                         f"{_metric(check['candidate'], 'pearson')}; candidate - shipped {check['difference_text']}; "
+                         f"MMRV (lower is better) {_metric(check['shipped'], 'mmrv')} vs "
+                         f"{_metric(check['candidate'], 'mmrv')}. Rule: {check['rule']}: {_outcome(check)}.")
         else:
             lines.append(f"CEM planning, {check['episodes']} episodes: successes shipped {check['successes']['shipped']}, "
                          f"candidate {check['successes']['candidate']}, true simulator {check['successes']['true_sim']};"
                          f" share of the true simulator's {check['share']['shipped']:.2f} vs "
-                         f"{check['share']['candidate']:.2f}, {check['difference_text']}. Rule: {check['rule']}: "
-                         f"{'not worse' if check['not_worse'] else 'worse or undefined'}.")
+                         f"{check['share']['candidate']:.2f}; candidate - shipped {check['difference_text']}. Rule: "
+                         f"{check['rule']}: {_outcome(check)}.")
     candidate = result["candidate"]
     lines += ["", f"Rule: {result['rule']}.", "",
               f"Candidate: {candidate['parameters']:,} parameters ({candidate['size_ratio']:g}x the shipped model's), "
