@@ -166,11 +166,13 @@ def test_a_win_installs_the_candidate_as_the_shipped_model_is_stored(tmp_path):
     pack(TEXT, tmp_path / "text.safetensors")
     facts = prepare_candidate(tmp_path / "text.safetensors", target, "text", tmp_path / "candidate")
     assert facts["dtype"] == "float16" and facts["size_ratio"] == 1.0
+    (tmp_path / "candidate" / "README.md").unlink()
     written = install(tmp_path / "candidate", target, {"command": "rlvr-world adopt ...", "sha256": facts["sha256"]})
     assert "model.safetensors" in written and stored_dtype(target) == "float16"
     card = json.loads((target / "card.json").read_text())
     assert card["adoption"]["sha256"] == facts["sha256"] and "what" in card["adoption"]["replaced"]
     assert not list(target.glob("*.partial"))
+    assert "**Replaced**" in (target / "README.md").read_text()  # the candidate brought no README: the old one says so
 
 
 def test_the_results_that_name_each_default_are_found():

@@ -169,7 +169,8 @@ def read_candidate(source: Path) -> tuple[dict[str, str], dict]:
         if "config.json" not in files:
             raise DataError(f"{source}: no config.json; the candidate must be a model folder (save_pretrained) or "
                             "a model bundle")
-        return files, bundle._folder_weights(source)
+        return files, {name: value for path in sorted(source.glob("*.safetensors"))
+                       for name, value in load_file(str(path)).items()}
     if source.suffix != ".safetensors":
         raise DataError(f"{source}: not a model bundle (a .safetensors file written by rlvr_envs.core.bundle.pack) "
                         "nor a model folder")
@@ -178,8 +179,8 @@ def read_candidate(source: Path) -> tuple[dict[str, str], dict]:
 
 def prepare_candidate(source: Path, target: Path, kind: str, folder: Path) -> dict[str, Any]:
     """Write the candidate into `folder` as it would ship: its weights in the target's dtype, its
-    config's `dtype` saying so; DataError when it cannot stand in for the target (another vocabulary
-    or architecture: a model of the other kind) or is over the target's size class."""
+    config's `dtype` saying so; DataError when it cannot stand in for the target (another model type,
+    vocabulary or special tokens: a model of the other kind). Returns what the report says of it."""
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -191,6 +192,10 @@ def prepare_candidate(source: Path, target: Path, kind: str, folder: Path) -> di
         config = json.loads(files["config.json"])
     except json.JSONDecodeError as error:
         raise DataError(f"{source}: the candidate's config.json is not JSON ({error})") from None
+    if not isinstance(config, dict):
+        raise DataError(f"{source}: the candidate's config.json is not a JSON object")
+    if not tensors:
+        raise DataError(f"{source}: the candidate holds no weights")
     shipped = json.loads((target / "config.json").read_text())
     for key in ("model_type", "vocab_size", "bos_token_id", "eos_token_id", "pad_token_id"):
         if config.get(key) != shipped.get(key):
@@ -472,6 +477,14 @@ def install(candidate: Path, target: Path, record: dict[str, Any]) -> list[str]:
         shutil.copyfile(path, partial)
         os.replace(partial, target / path.name)
         written.append(path.name)
+    if "README.md" not in written and (target / "README.md").is_file():  # the replaced model's card text stays: say so
+        readme = (target / "README.md").read_text()
+        partial = target / "README.md.partial"
+        partial.write_text(readme.rstrip() + f"\n\n**Replaced** on {record.get('time', '?')} by an adopted model "
+                           "(`rlvr-world adopt`); the text above describes the model it replaced. What ships now, "
+                           "and the adoption's figures: card.json (`adoption`).\n")
+        os.replace(partial, target / "README.md")
+        written.append("README.md")
     partial = target / "card.json.partial"
     partial.write_text(json.dumps(card, indent=2) + "\n")
     os.replace(partial, target / "card.json")
