@@ -182,6 +182,9 @@ def test_the_results_that_name_each_default_are_found():
     assert {"benchmarks/results/demo_pusht/results.json", "benchmarks/results/planning_agreement.json",
             "benchmarks/results/grpo_pusht_rewards_pose_120steps.json"} <= pusht
     assert "benchmarks/results/demo_text/results.json" not in pusht
+    base = next(row for row in results_naming(PUSHT, ROOT) if row["file"] == "benchmarks/results/real2sim/base/results.json")
+    # made when policy-eval's default was this model; its default is another one now, so the command names it
+    assert base["commands"][0].startswith("rlvr-world policy-eval --model rlvr_envs/assets/video/pusht_single_step_model ")
     text = {row["file"] for row in results_naming(TEXT, ROOT)}
     assert "benchmarks/results/demo_text/results.json" in text and "benchmarks/results/demo_pusht/results.json" not in text
 

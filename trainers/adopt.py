@@ -76,10 +76,11 @@ IMPLICIT_USERS = {
     "pusht_single_step_model": (r"^rlvr-world demo(?!.*--domain text)", r"benchmarks\.grpo_pusht_rewards\b",
                                 r"benchmarks\.grpo_pusht --layout single", r"benchmarks\.repetition_table --layout single",
                                 r"benchmarks\.best_of_n_scaling", r"benchmarks\.video_world_models",
-                                r"benchmarks\.grpo_ablations", r"benchmarks\.rl_algorithms",
+                                r"benchmarks\.grpo_ablations", r"benchmarks\.rl_algorithms(?!.*--env-id)(?!.*--model)",
                                 r"benchmarks\.learned_sim_fidelity .*--models (\S+,)?base\b",
                                 r"^rlvr-world plan --planners \S*\bbase\b(?!.*--base-model)"),
-    "minitextworld_sft_model": (r"^rlvr-world demo .*--domain text", r"benchmarks\.rl_algorithms"),
+    "minitextworld_sft_model": (r"^rlvr-world demo .*--domain text",
+                                r"benchmarks\.rl_algorithms .*--env-id RLVRWorld/MiniTextWorld(?!.*--model)"),
     "minitextworld_sft_longer_model": (),
 }
 
@@ -457,8 +458,19 @@ def results_naming(target: Path, root: Path | None = None) -> list[dict[str, Any
         recorded = data.get("command") if isinstance(data, dict) else None
         commands = [c for c in (recorded if isinstance(recorded, list) else [recorded]) if isinstance(c, str)]
         if target.name in text or any(p.search(c) for p in patterns for c in commands):
-            found.append({"file": str(path.relative_to(root)), "commands": commands})
+            found.append({"file": str(path.relative_to(root)), "commands": [_naming(c, data, target, root)
+                                                                           for c in commands]})
     return found
+
+
+def _naming(command: str, data: Any, target: Path, root: Path) -> str:
+    """A recorded policy-eval command that ran the target as its default then (`model` says so) but
+    would run another default now, with the target named."""
+    model = str(data.get("model", "")) if isinstance(data, dict) else ""
+    if command.startswith("rlvr-world policy-eval") and "--model" not in command and Path(model).name == target.name:
+        relative = target.relative_to(root) if target.is_relative_to(root) else target
+        return command.replace("rlvr-world policy-eval", f"rlvr-world policy-eval --model {relative}", 1)
+    return command
 
 
 def install(candidate: Path, target: Path, record: dict[str, Any]) -> list[str]:
