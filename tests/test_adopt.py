@@ -182,11 +182,13 @@ def test_the_results_that_name_each_default_are_found():
     assert {"benchmarks/results/demo_pusht/results.json", "benchmarks/results/planning_agreement.json",
             "benchmarks/results/grpo_pusht_rewards_pose_120steps.json"} <= pusht
     assert "benchmarks/results/demo_text/results.json" not in pusht
-    base = next(row for row in results_naming(PUSHT, ROOT) if row["file"] == "benchmarks/results/real2sim/base/results.json")
+    rows = {row["file"]: row for row in results_naming(PUSHT, ROOT)}
+    base = rows["benchmarks/results/real2sim/base/results.json"]
     # made when policy-eval's default was this model; its default is another one now, so the command names it
-    assert base["commands"][0].startswith("rlvr-world policy-eval --model rlvr_envs/assets/video/pusht_single_step_model ")
+    assert base["commands"][0].startswith(f"rlvr-world policy-eval --model {PUSHT.relative_to(ROOT)} ")
     text = {row["file"] for row in results_naming(TEXT, ROOT)}
-    assert "benchmarks/results/demo_text/results.json" in text and "benchmarks/results/demo_pusht/results.json" not in text
+    assert "benchmarks/results/demo_text/results.json" in text
+    assert "benchmarks/results/demo_pusht/results.json" not in text
 
 
 def test_the_recipe_policies_act_as_the_recipes_code(tmp_path, monkeypatch):
@@ -214,7 +216,7 @@ def fake_runs(monkeypatch, learned_candidate, planned_candidate):
 
     from trainers import adopt
 
-    real = np.tile((np.arange(40) < np.array([[36], [28], [20], [12], [4]])).astype(float), 1)  # 5 policies, 40 starts
+    real = (np.arange(40) < np.array([[36], [28], [20], [12], [4]])).astype(float)  # 5 policies x 40 starts
 
     def run(module, argv):
         parser = argparse.ArgumentParser()
@@ -225,7 +227,8 @@ def fake_runs(monkeypatch, learned_candidate, planned_candidate):
         if argv[0] == "policy-eval":
             learned = real if "candidate" not in str(parsed.model) else learned_candidate(real)
             rollouts = [{"policy": f"p{i}", "start": s, "env_success": env, "judged_success": float(side[i, s])}
-                        for i in range(5) for s in range(40) for side, env in ((learned, None), (real, bool(real[i, s])))]
+                        for i in range(5) for s in range(40)
+                        for side, env in ((learned, None), (real, bool(real[i, s])))]
             report = {"summary": {"pearson": 0.5, "mmrv": 0.1}, "rollouts": rollouts}
         else:
             episodes = np.arange(parsed.episodes)

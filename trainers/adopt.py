@@ -74,7 +74,8 @@ RESULTS_PAGES = "python -m benchmarks.readme_results"
 #: (the folder's name in a result file also counts: `results_naming`)
 IMPLICIT_USERS = {
     "pusht_single_step_model": (r"^rlvr-world demo(?!.*--domain text)", r"benchmarks\.grpo_pusht_rewards\b",
-                                r"benchmarks\.grpo_pusht --layout single", r"benchmarks\.repetition_table --layout single",
+                                r"benchmarks\.grpo_pusht --layout single",
+                                r"benchmarks\.repetition_table --layout single",
                                 r"benchmarks\.best_of_n_scaling", r"benchmarks\.video_world_models",
                                 r"benchmarks\.grpo_ablations", r"benchmarks\.rl_algorithms(?!.*--env-id)(?!.*--model)",
                                 r"benchmarks\.learned_sim_fidelity .*--models (\S+,)?base\b",
@@ -547,8 +548,9 @@ def report_markdown(result: dict[str, Any]) -> str:
                 lines.append(_row(label, held["shipped"][key], held["candidate"][key], held["tests"][key], scale,
                                   1 if key in objects else 5))
     else:
-        head = (f"Held-out {held['env_id']} (test split): {held['transitions']} transitions ({held['shipped']['n_changed']}"
-                f" change the state), greedy answers; paired over transitions, 95% t interval.")
+        head = (f"Held-out {held['env_id']} (test split): {held['transitions']} transitions "
+                f"({held['shipped']['n_changed']} change the state), greedy answers; paired over transitions, 95% t "
+                "interval.")
         fields = {"exact": "accuracy", "exact_changed": "accuracy_changed", "exact_unchanged": "accuracy_unchanged",
                   "reward": "reward"}
         for key, name in fields.items():
@@ -566,8 +568,9 @@ def report_markdown(result: dict[str, Any]) -> str:
                          f"MMRV (lower is better) {_metric(check['shipped'], 'mmrv')} vs "
                          f"{_metric(check['candidate'], 'mmrv')}. Rule: {check['rule']}: {_outcome(check)}.")
         else:
-            lines.append(f"CEM planning, {check['episodes']} episodes: successes shipped {check['successes']['shipped']}, "
-                         f"candidate {check['successes']['candidate']}, true simulator {check['successes']['true_sim']};"
+            won = check["successes"]
+            lines.append(f"CEM planning, {check['episodes']} episodes: successes shipped {won['shipped']}, "
+                         f"candidate {won['candidate']}, true simulator {won['true_sim']};"
                          f" share of the true simulator's {check['share']['shipped']:.2f} vs "
                          f"{check['share']['candidate']:.2f}; candidate - shipped {check['difference_text']}. Rule: "
                          f"{check['rule']}: {_outcome(check)}.")
@@ -623,7 +626,8 @@ def main(args: Args) -> dict[str, Any]:
                 checks["real2sim"] = real2sim(args, target, out / "candidate", out / "real2sim")
                 checks["planning"] = planning(args, target, out / "candidate", out / "planning")
             else:
-                why = "the held-out comparison did not win, so they could not change the verdict (--all-checks runs them)"
+                why = ("the held-out comparison did not win, so they could not change the verdict (--all-checks runs "
+                       "them)")
                 checks = {"real2sim": {"not_worse": None, "why": why}, "planning": {"not_worse": None, "why": why}}
                 print(f"[3/3] Real2Sim and planning skipped: {why}", flush=True)
         decision = decide(args.kind, held["tests"], checks, starts=args.starts, size_ratio=candidate["size_ratio"])
