@@ -258,3 +258,16 @@ def test_real2sim_and_planning_are_paired_over_the_same_starts_and_goals(tmp_pat
     assert decision["adopted"] is not worse
     if worse:
         assert [r.split(" is worse")[0] for r in decision["reasons"]] == ["real2sim", "planning"]
+    from trainers.adopt import RULE_TEXT, report_markdown, with_interval
+
+    tests = {key: with_interval(value) for key, value in pusht_tests().items()}
+    values = {key: 0.01 for key in tests}
+    report = report_markdown({
+        "kind": "pusht", "target": PUSHT.name, "command": "rlvr-world adopt x --kind pusht", "machine": "here",
+        "seconds": 60.0, "decision": decision, "checks": checks, "rule": RULE_TEXT["pusht"], "applied": "no",
+        "held_out": {"env_id": "RLVRWorld/PushT-SingleStep-v0", "transitions": 50, "seeds": 2, "tests": tests,
+                     "shipped": values, "candidate": values},
+        "candidate": {"source": "x", "parameters": 10, "size_ratio": 1.0, "dtype": "bfloat16", "card": {}},
+        "regenerate": [{"file": "benchmarks/results/x.json", "commands": ["python -m benchmarks.x"]}]})
+    assert ("**worse**" in report) is worse and "Real2Sim recipe, 40 starts" in report and "CEM planning, 48" in report
+    assert "`python -m benchmarks.x`" in report

@@ -582,7 +582,8 @@ def report_markdown(result: dict[str, Any]) -> str:
     if result.get("regenerate"):
         lines += ["", "Committed results that name the default, and the commands that regenerate them (then "
                   f"`{RESULTS_PAGES}`):", ""]
-        lines += [f"- `{row['file']}`: " + ("; ".join(f"`{c}`" for c in row["commands"]) or "(no recorded command)")
+        lines += [f"- `{row['file']}`: " + ("; ".join(f"`{c}`" + (" (on a GPU)" if "--device cuda" in c else "")
+                                                    for c in row["commands"]) or "(no recorded command)")
                   for row in result["regenerate"]]
     return "\n".join(lines) + "\n"
 
