@@ -281,7 +281,7 @@ def decide(kind: str, held_out: dict[str, dict], checks: dict[str, dict] | None 
                        f"p < {SIGNIFICANT_P})")
     if judged["worse"]:
         reasons.append("worse beyond noise: " + ", ".join(
-            f"{key} {held_out[key]['mean']:+.4g} (p={held_out[key]['p']:.2g})" for key in judged["worse"]))
+            f"{key} {_shown(key, held_out[key]['mean'])} (p={held_out[key]['p']:.2g})" for key in judged["worse"]))
     if kind == "pusht" and judged["better"]:  # checks that could not change a held-out loss are not reasons
         for name, check in (checks or {}).items():
             if check.get("not_worse") is None:
@@ -296,16 +296,22 @@ def decide(kind: str, held_out: dict[str, dict], checks: dict[str, dict] | None 
     return {"adopted": not reasons, "held_out_better": judged["better"], "reasons": reasons}
 
 
+def _shown(key: str, difference: float) -> str:
+    """A difference in its report unit: the judge's object errors in px or degrees, others as they are."""
+    from trainers.demo import OBJECT_COLUMNS
+
+    unit = next(((scale, name) for column, _, name, scale in OBJECT_COLUMNS if column == key), None)
+    return f"{difference * unit[0]:+.1f} {unit[1]}" if unit else f"{difference:+.4g}"
+
+
 # -- held-out evaluation ----------------------------------------------------------------------------
 
 def held_out_pusht(args: Args, shipped: Path, candidate: Path, device: str) -> dict[str, Any]:
     """Sampled held-out metrics of both models (the demo's evaluation), paired over transitions."""
     from rlvr_envs.registration import task_from_env_id
-    from rlvr_envs.video.evaluation import held_out_indices, summarize
+    from rlvr_envs.video.evaluation import held_out_indices, score_sampled, summarize
     from rlvr_envs.video.task import shipped_world_model
     from trainers.demo import paired
-
-    from rlvr_envs.video.evaluation import score_sampled
 
     task = task_from_env_id(PUSHT_ENV, reward="pose", device=device)  # pose: the judge's object errors too
     indices = held_out_indices(len(task), args.transitions or len(task))
