@@ -1,7 +1,8 @@
-"""The `rlvr-world` command: the demo, the registry, one episode, data, planning and Real2Sim policy evaluation.
+"""The `rlvr-world` command: the demo, the registry, one episode, data, planning, Real2Sim policy evaluation,
+serving an id to other processes and adopting a model trained elsewhere.
 
-The library never imports `trainers/` (it sits above the CLI). `rlvr-world demo` runs the
-checkout's own program, `python -m trainers.demo`, as a child process: it works from a
+The library never imports `trainers/` (it sits above the CLI). `rlvr-world demo` and `rlvr-world adopt`
+run the checkout's own programs (`python -m trainers.demo`, `trainers.adopt`) as child processes: it works from a
 clone (`pip install -e .`) and says so in one line where only the wheel is installed.
 """
 
@@ -30,6 +31,8 @@ DATA_COMMANDS = {
 CHECKOUT_COMMANDS = {
     "demo": ("trainers.demo", "the whole pipeline on the embedded PushT default: MLE base -> GRPO -> evaluation "
                               "(--domain text: MiniTextWorld SFT model -> GRPO); runs from a checkout"),
+    "adopt": ("trainers.adopt", "make a model trained elsewhere (a bundle) a shipped default, only when it wins on "
+                                "the same held-out sets (paired tests); runs from a checkout"),
 }
 
 #: `rlvr-world NAME ...` -> (module exposing add_arguments, whose parser default func runs it; help)
@@ -156,7 +159,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(prog="rlvr-world", description=__doc__)
     parser.set_defaults(func=lambda _args: parser.print_help() or 0)
-    sub = parser.add_subparsers(dest="command", metavar="{demo,list,episode,data,plan,policy-eval,serve}")
+    sub = parser.add_subparsers(dest="command", metavar="{demo,adopt,list,episode,data,plan,policy-eval,serve}")
 
     defaults = argparse.ArgumentDefaultsHelpFormatter
     listing = sub.add_parser("list", help="the registered env ids and whether their data is here",

@@ -8,7 +8,8 @@ import pytest
 from rlvr_envs.cli import main
 
 
-@pytest.mark.parametrize("argv, shows", [([], "{demo,list,episode,data,plan,policy-eval,serve}"), (["data"], "bytesized32")])
+@pytest.mark.parametrize("argv, shows", [([], "{demo,adopt,list,episode,data,plan,policy-eval,serve}"),
+                                        (["data"], "bytesized32")])
 def test_bare_commands_print_help(argv, shows, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out

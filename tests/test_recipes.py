@@ -46,6 +46,10 @@ TINY = {
     "benchmarks.rl_algorithms": ["--methods", "grpo", "--steps", "1", "--seeds", "0", "--prompts-per-step", "1",
                                  "--group-size", "2", "--eval-windows", "2", "--best-of", "1,2", "--sb3-seconds", "1", "--sb3-eval", "2",
                                  "--threads", "1"],
+    # the long checks (Real2Sim, planning) at their smallest, whether or not the held-out comparison wins
+    "rlvr-world adopt": ["--transitions", "4", "--seeds", "1", "--starts", "2", "--heldout-episodes", "2",
+                         "--max-steps", "1", "--planning-episodes", "1", "--cem-samples", "2", "--cem-iterations", "1",
+                         "--all-checks", "--threads", "1"],
     "benchmarks.web_agent": ["--episodes", "1", "--k", "2", "--max-steps", "4", "--max-new-tokens", "16",
                              "--threads", "1"],
 }

@@ -203,11 +203,14 @@ COMMON_HELP = {"out": "output folder", "seed": "random seed", "threads": "torch 
                "checkpoint_every": "save a checkpoint every this many steps", "env_kwargs": ENV_KWARGS_HELP}
 
 
-def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
-    """One `--flag-name` per field of `cls`, with its `#:` comment as help (defaults shown by
-    the parser's formatter); bools are switches and tuples take one or more values."""
+def add_dataclass_arguments(parser: argparse.ArgumentParser, cls: type, skip: tuple[str, ...] = ()) -> None:
+    """One `--flag-name` per field of `cls` (but `skip`: fields the caller adds itself, e.g. as
+    positionals), with its `#:` comment as help (defaults shown by the parser's formatter); bools
+    are switches and tuples take one or more values."""
     defaults, helps = cls(), field_help(cls)
     for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
         flag, default = f"--{f.name.replace('_', '-')}", getattr(defaults, f.name)
         help_text = helps.get(f.name) or COMMON_HELP.get(f.name) or f.name.replace("_", " ")
         help_text = help_text.replace("%", "%%")  # argparse formats help strings

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from rlvr_envs.core.files import strict_json, write_json_atomic
-from rlvr_envs.video.evaluation import OBJECT_METRICS
+from rlvr_envs.video.evaluation import OBJECT_METRICS, SIGNIFICANT_P, better_beyond_noise
 from rlvr_envs.video.pusht.physics import ARENA_SIZE
 from trainers.common import (command_line, grpo_run, machine_line, parse_dataclass_args, reward_figure,
                              reward_trend, run_command, step_line)
@@ -238,8 +238,6 @@ DIAGONAL_PX = ARENA_SIZE * math.sqrt(2.0)
 OBJECT_COLUMNS = (("agent_error", "agent error", "px", DIAGONAL_PX),
                   ("block_error", "block error", "px", DIAGONAL_PX),
                   ("angle_error", "angle error", "deg", 180.0))
-#: a paired difference with p below this counts as real (an error that grew, pixels that improved)
-SIGNIFICANT_P = 0.05
 
 
 def _shown(key: str, value: float) -> str:
@@ -274,17 +272,17 @@ def verdict(results: dict) -> str:
         text += f"; the judge reads objects closer to the real ones: {', '.join(shrank)}"
     if grew:
         text += f"; but it reads objects further off: {', '.join(grew)}"
-    pixels_better = mae["mean"] < 0 and mae["p"] < SIGNIFICANT_P
-    if pixels_better and not grew:
+    judged = better_beyond_noise(base, "mae", OBJECT_METRICS)
+    if judged["better"]:
         text += ". A better world model than the MLE base, by the pixels and by the objects."
     elif grew:
         text += ". Not a better world model: a lower pixel error bought by losing objects is not one."
     else:
         text += ". Not a better world model beyond noise: the pixels did not improve clearly."
-    copy_worse = [key for key in ("mae", *(c[0] for c in OBJECT_COLUMNS))
-                  if key in copy and copy[key]["mean"] > 0 and copy[key]["p"] < SIGNIFICANT_P]
+    versus_copy = better_beyond_noise(copy, "mae", ("mae", *OBJECT_METRICS))
+    copy_worse = versus_copy["worse"]
     copy_values = results["baselines"]["copy_last_frame_tokens"]
-    if copy["mae"]["mean"] < 0 and copy["mae"]["p"] < SIGNIFICANT_P and not copy_worse:
+    if versus_copy["better"]:
         text += " It beats copying the last frame, by the pixels and by the objects."
     else:
         where = [f"{key.replace('_', ' ').replace('mae', 'MAE')} {_shown(key, sampled[key])} vs "

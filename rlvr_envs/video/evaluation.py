@@ -155,5 +155,26 @@ def paired_difference(a: np.ndarray, b: np.ndarray) -> PairedDifference:
     return PairedDifference(float(diff.mean()), stderr, float(test.statistic), float(test.pvalue), len(diff))
 
 
+#: a paired difference with p below this counts as real (a metric that improved, an error that grew)
+SIGNIFICANT_P = 0.05
+
+
+def better_beyond_noise(tests: dict[str, dict], metric: str, guards: Sequence[str], lower_is_better: bool = True,
+                        higher_is_better: Sequence[str] = ()) -> dict:
+    """The rule every "is B better than A" verdict uses, on paired tests of B - A (`PairedDifference.as_dict`):
+    B is better when `metric` moved the right way with p < SIGNIFICANT_P and none of `guards` (the
+    errors a single metric can trade away, e.g. objects left out of a frame) got worse beyond noise.
+    `lower_is_better` is the direction of `metric`; `higher_is_better` lists the guards read the other
+    way (accuracies). Returns {"better", "metric_better", "worse": guards worse beyond noise}."""
+    def moved_worse(key: str, lower: bool) -> bool:
+        test = tests[key]
+        return (test["mean"] > 0 if lower else test["mean"] < 0) and test["p"] < SIGNIFICANT_P
+
+    test = tests[metric]
+    improved = (test["mean"] < 0 if lower_is_better else test["mean"] > 0) and test["p"] < SIGNIFICANT_P
+    worse = [key for key in guards if key in tests and moved_worse(key, key not in higher_is_better)]
+    return {"better": bool(improved and not worse), "metric_better": bool(improved), "worse": worse}
+
+
 def summarize(scores: dict[str, np.ndarray]) -> dict[str, float]:
     return {key: float(np.nanmean(values)) for key, values in scores.items()}
