@@ -511,7 +511,7 @@ def ship_bundle(ctx: Context, kind: str, folder: Path, record: dict[str, Any]) -
 def trained_record(kind: str, sequences: int) -> dict[str, Any]:
     needed = shipped_sequences(SHIPPED[kind])
     return {"sequences": sequences, "shipped_sequences": needed, "undertrained": sequences < needed,
-            "judge_with": f"rlvr-world adopt {SHIP_BUNDLES[kind]} --kind {kind}"}
+            "judge_with": f"rlvr-world adopt {SHIP_BUNDLES[kind]} --kind {kind} --target {SHIPPED[kind].name}"}
 
 
 def ship_mle_args(sizes: Sizes, data: str, out: Path, *, device: str, threads: int, end_at: float, compiled: bool):

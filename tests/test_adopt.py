@@ -271,3 +271,15 @@ def test_real2sim_and_planning_are_paired_over_the_same_starts_and_goals(tmp_pat
         "regenerate": [{"file": "benchmarks/results/x.json", "commands": ["python -m benchmarks.x"]}]})
     assert ("**worse**" in report) is worse and "Real2Sim recipe, 40 starts" in report and "CEM planning, 48" in report
     assert "`python -m benchmarks.x`" in report
+
+
+def test_the_gpu_check_s_adopt_commands_name_a_target_adopt_takes():
+    """Each ship-stage model's report line names the command that judges it: a kind and a target adopt knows."""
+    from benchmarks import gpu_check
+    from trainers import adopt
+
+    for kind in gpu_check.SHIP_BUNDLES:
+        command = gpu_check.trained_record(kind, 0)["judge_with"].split()
+        assert command[:3] == ["rlvr-world", "adopt", gpu_check.SHIP_BUNDLES[kind]]
+        assert adopt.target_dir(command[command.index("--kind") + 1], command[command.index("--target") + 1]) \
+            == gpu_check.SHIPPED[kind]
