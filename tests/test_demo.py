@@ -23,8 +23,8 @@ def _committed_run_is_current(fresh: dict, folder: str) -> None:
 
 @pytest.mark.slow
 def test_tiny_demo_writes_a_report_and_gives_the_same_numbers_beside_a_load(tmp_path):
-    """The demo runs a fixed number of GRPO steps, so a second run of the same seed while two
-    processes keep both cores busy does the same steps and measures the same numbers."""
+    """The demo runs a fixed number of GRPO steps, so a second run of the same seed while another
+    process keeps a core busy (beside the suite's own) does the same steps and measures the same numbers."""
     import subprocess
     import sys
 
@@ -53,7 +53,7 @@ def test_tiny_demo_writes_a_report_and_gives_the_same_numbers_beside_a_load(tmp_
     _committed_run_is_current(results, "demo_pusht")
 
     burn = "while True: pass"
-    load = [subprocess.Popen([sys.executable, "-c", burn]) for _ in range(2)]
+    load = [subprocess.Popen([sys.executable, "-c", burn])]
     try:
         assert main(["demo", "--tiny", "--threads", "1", "--out", str(tmp_path / "loaded")]) == 0
     finally:
