@@ -285,7 +285,8 @@ def run_stage_process(name: str, budget: float, argv: list[str], work: Path, cei
     end_at = time.time() + budget
     command = [sys.executable, "-m", "benchmarks.gpu_check", *argv, "--child-stage", name,
                "--child-end-at", f"{end_at:.3f}"]
-    process = subprocess.Popen(command, start_new_session=True)
+    path = os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))  # from any folder
+    process = subprocess.Popen(command, start_new_session=True, env={**os.environ, "PYTHONPATH": path})
     if started is not None:
         started(process)
     try:
