@@ -353,7 +353,7 @@ class Report:
         self.data["stages"][name] = result
         self.data["load_after"] = _load()
         self.data["ended"] = time.strftime("%Y-%m-%d %H:%M:%S")
-        (self.out / "gpu_check.json").write_text(json.dumps(self.data, indent=2, default=_plain) + "\n")
+        write_json(self.out / "gpu_check.json", self.data)
         (self.out / "gpu_check.md").write_text(markdown(self.data))
 
 

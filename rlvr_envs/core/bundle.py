@@ -39,17 +39,23 @@ def _folder_weights(folder: Path) -> dict:
     return tensors
 
 
+def _cast(tensors: dict, dtype: str) -> dict:
+    """Floating tensors as `dtype` (integer ones as they are), contiguous for safetensors."""
+    import torch
+
+    cast = getattr(torch, dtype)
+    return {name: (value.to(cast) if value.is_floating_point() else value).contiguous()
+            for name, value in tensors.items()}
+
+
 def pack(folder: str | os.PathLike, target: str | os.PathLike, dtype: str = "bfloat16") -> dict[str, int]:
     """Write the model `folder` as the one file `target`: floating tensors cast to `dtype`, the carried
     small files in the header. Returns {"bytes": size of target, "tensors": count}."""
-    import torch
     from safetensors.torch import save_file
 
     folder, target = Path(folder), Path(target)
     check_checkpoint_dir(folder, "the model to pack")
-    cast = getattr(torch, dtype)
-    tensors = {name: (value.to(cast) if value.is_floating_point() else value).contiguous()
-               for name, value in _folder_weights(folder).items()}
+    tensors = _cast(_folder_weights(folder), dtype)
     files = {name: (folder / name).read_text() for name in CARRIED_FILES if (folder / name).is_file()}
     if "config.json" not in files:
         raise DataError(f"{folder}: no config.json, so the packed model could not be loaded back")
@@ -88,14 +94,11 @@ def read_files(bundle: str | os.PathLike) -> dict[str, str]:
 
 def unpack(bundle: str | os.PathLike, folder: str | os.PathLike, dtype: str = "float32") -> Path:
     """Write `bundle` back as a model folder (floating weights as `dtype`) and check it as a checkpoint."""
-    import torch
     from safetensors.torch import load_file, save_file
 
     bundle, folder = Path(bundle), Path(folder)
     files = read_files(bundle)
-    cast = getattr(torch, dtype)
-    tensors = {name: (value.to(cast) if value.is_floating_point() else value).contiguous()
-               for name, value in load_file(str(bundle)).items()}
+    tensors = _cast(load_file(str(bundle)), dtype)
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (folder / name).write_text(text)

@@ -273,9 +273,15 @@ class TimeLimit(_callback_base()):
         self.seconds, self.end_at = float(seconds), float(end_at)
         self.clock = None
         self.stopped_at: int | None = None
-        self.steps = 0  #: steps of this run
-        self.first_step_seconds: float | None = None
-        self.last_step_at: float | None = None  #: seconds since training began, at the last step's end
+
+    @property
+    def steps(self) -> int:
+        """Steps of this run."""
+        return self.clock.steps if self.clock else 0
+
+    @property
+    def first_step_seconds(self) -> float | None:
+        return self.clock.first_step_seconds if self.clock else None
 
     def on_train_begin(self, args, state, control, **kwargs):
         from rlvr_envs.core.run_clock import RunClock
@@ -284,18 +290,15 @@ class TimeLimit(_callback_base()):
 
     def steady_rate(self) -> float | None:
         """Steps per second after the first step (None before a second step)."""
-        if self.steps < 2 or self.last_step_at <= self.first_step_seconds:
+        if self.steps < 2 or not self.clock.recent:
             return None
-        return (self.steps - 1) / (self.last_step_at - self.first_step_seconds)
+        after_first = self.clock.last - self.clock.start - self.first_step_seconds
+        return (self.steps - 1) / after_first if after_first > 0 else None
 
     def on_step_end(self, args, state, control, **kwargs):
         if self.clock is None:
             return
         self.clock.step_done()
-        self.steps += 1
-        self.last_step_at = self.clock.last - self.clock.start
-        if self.first_step_seconds is None:
-            self.first_step_seconds = self.last_step_at
         if not self.clock.limited:
             return
         stop = self.clock.time_to_stop()
