@@ -103,6 +103,9 @@ def test_the_shipped_model_as_a_bundle_is_not_adopted_and_apply_changes_nothing(
     assert result["checks"]["real2sim"]["not_worse"] is None  # a held-out loss: the long checks are skipped
     report = (tmp_path / "report" / "adopt.md").read_text()
     assert "**not adopted**" in report and "rlvr-world adopt" in report and "agent error (px)" in report
+    versus = result["held_out"]["candidate_vs_copy_last"]  # beside the strongest trivial baseline, objects too
+    assert {"mae", "agent_error", "block_error", "angle_error"} <= set(versus)
+    assert "Against copying the last frame" in report
 
 
 def test_a_degraded_candidate_is_not_adopted(tmp_path):

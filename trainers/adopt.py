@@ -308,6 +308,7 @@ def _shown(key: str, difference: float) -> str:
 
 def held_out_pusht(args: Args, shipped: Path, candidate: Path, device: str) -> dict[str, Any]:
     """Sampled held-out metrics of both models (the demo's evaluation), paired over transitions."""
+    from baselines.video import score_baselines
     from rlvr_envs.registration import task_from_env_id
     from rlvr_envs.video.evaluation import held_out_indices, score_sampled, summarize
     from rlvr_envs.video.task import shipped_world_model
@@ -320,8 +321,12 @@ def held_out_pusht(args: Args, shipped: Path, candidate: Path, device: str) -> d
         print(f"  {name}: {len(indices)} held-out transitions x {args.seeds} sampling seeds", flush=True)
         scores[name] = score_sampled(shipped_world_model(task, str(folder)), task, indices, args.seeds)
     tests = {key: with_interval(test) for key, test in paired(scores["shipped"], scores["candidate"]).items()}
+    copy_last = score_baselines(task, indices)["copy_last_frame_tokens"]  # the strongest trivial baseline
     return {"env_id": PUSHT_ENV, "transitions": len(indices), "seeds": args.seeds,
-            "shipped": summarize(scores["shipped"]), "candidate": summarize(scores["candidate"]), "tests": tests}
+            "shipped": summarize(scores["shipped"]), "candidate": summarize(scores["candidate"]), "tests": tests,
+            "copy_last_frame": summarize(copy_last),
+            "candidate_vs_copy_last": {key: with_interval(test)
+                                       for key, test in paired(copy_last, scores["candidate"]).items()}}
 
 
 def held_out_text(args: Args, shipped: Path, candidate: Path, device: str) -> dict[str, Any]:
@@ -553,6 +558,13 @@ def report_markdown(result: dict[str, Any]) -> str:
                 label, scale = objects.get(key, (key.upper() if key != "ssim" else "SSIM", 1.0))
                 lines.append(_row(label, held["shipped"][key], held["candidate"][key], held["tests"][key], scale,
                                   1 if key in objects else 5))
+        if "candidate_vs_copy_last" in held:
+            lines += ["", "Against copying the last frame (the strongest trivial baseline; candidate - copy-last, 95% "
+                      "interval): " + "; ".join(
+                          f"{objects.get(key, ('MAE', 1.0))[0]} {test['mean'] * objects.get(key, (0, 1.0))[1]:+.5g} "
+                          f"[{test['low'] * objects.get(key, (0, 1.0))[1]:+.5g}, "
+                          f"{test['high'] * objects.get(key, (0, 1.0))[1]:+.5g}]"
+                          for key, test in held["candidate_vs_copy_last"].items() if key in ("mae", *objects)) + "."]
     else:
         head = (f"Held-out {held['env_id']} (test split): {held['transitions']} transitions "
                 f"({held['shipped']['n_changed']} change the state), greedy answers; paired over transitions, 95% t "
